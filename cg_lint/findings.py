@@ -1,0 +1,69 @@
+"""The one record every frontend (CLI, flake8, runtime-check) reports."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions."""
+
+    start_line: int
+    start_column: int
+    end_line: int
+    end_column: int
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A fix is a set of edits applied together; ``safe`` fixes run with ``--fix``."""
+
+    title: str
+    edits: tuple[Edit, ...]
+    safe: bool = True
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem. ``line`` and ``column`` are 1-based (flake8 gets ``column - 1``)."""
+
+    path: str
+    line: int
+    column: int
+    code: str
+    message: str
+    function: str | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    fix: Fix | None = field(default=None, compare=False)
+    # runtime-check: "eager", "tf.function", ... ; None for static findings
+    mode: str | None = None
+
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["fix"] = None if self.fix is None else {
+            "title": self.fix.title,
+            "safe": self.fix.safe,
+            "edits": [asdict(e) for e in self.fix.edits],
+        }
+        return data
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be checked (missing, undecodable, unparsable)."""
+
+    path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def one_line(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column or 1}"
+        return f"{where}: error: {self.message}"
