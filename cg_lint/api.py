@@ -1,0 +1,41 @@
+"""Public API: lint a source, or list the custom-gradient definitions in it (used by runtime-check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cg_lint.config import Settings
+from cg_lint.engine import build_context, lint_source as _lint_source
+from cg_lint.findings import FileError, Finding
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str  # the name callers use
+    qualname: str  # "f", "Cls.method", "outer.<locals>.inner"
+    line: int
+    column: int
+    kind: str  # function | method | staticmethod | classmethod | nested | lambda
+    inputs: tuple[str, ...]
+    has_varargs: bool
+
+
+def lint_source(source: str | bytes, path: str, settings: Settings | None = None) -> tuple[list[Finding], FileError | None]:
+    result = _lint_source(source, path, settings)
+    return result.findings, result.error
+
+
+def find_custom_gradients(source: str, path: str, settings: Settings | None = None) -> list[Definition]:
+    """Every custom-gradient definition in ``source``; [] when the source cannot be parsed."""
+    settings = settings or Settings()
+    try:
+        module = cst.parse_module(source)
+        ctx = build_context(module, source, path, settings)
+    except (cst.ParserSyntaxError, RecursionError):
+        return []
+    return [
+        Definition(r.name, r.qualname, r.line, r.column, r.kind, tuple(r.inputs), r.has_varargs)
+        for r in ctx.records
+    ]

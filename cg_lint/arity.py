@@ -1,0 +1,144 @@
+"""Counting inputs, outputs and returned gradients: shared by the arity rules and runtime-check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from cg_lint.builder import ModelBuilder
+from cg_lint.model import CustomGradient, GradFn, ReturnSite
+from cg_lint.values import Counter, Env, is_tensor_op_call
+
+
+@dataclass(frozen=True)
+class Expected:
+    """How many gradients grad must return: an exact set from call sites, or a signature range."""
+
+    low: int
+    high: int | None  # None: no upper bound (*args or sequence inputs)
+    exact: frozenset[int] = frozenset()
+    call_line: int | None = None
+
+    def accepts(self, n: int) -> bool:
+        if self.exact:
+            return n in self.exact
+        return n >= self.low and (self.high is None or n <= self.high)
+
+
+def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected | None:
+    """The number of flattened positional inputs, or None when it cannot be known."""
+    sig = record.signature
+    exact: set[int] = set()
+    first_line = None
+    for site in record.call_sites:
+        if site.has_star:
+            exact = set()
+            break
+        env = builder.env_for(_enclosing_func(builder, site.node)) if _enclosing_func(builder, site.node) else Env()
+        counter = Counter(env, builder.ix.qualnames)
+        total: int | None = 0
+        for i, arg in enumerate(site.positional):
+            if isinstance(arg.value, (cst.List, cst.Tuple)):
+                c = counter.count(arg.value)
+            elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
+                c = None
+            else:
+                c = 1
+            if c is None:
+                total = None
+                break
+            total += c
+        if total is None:
+            exact = set()
+            break
+        exact.add(total)
+        first_line = first_line or site.line
+    if exact:
+        return Expected(min(exact), max(exact), frozenset(exact), first_line)
+    required = len(sig.required)
+    unbounded = sig.varargs is not None or any(p.name in record.structured_params for p in sig.positional)
+    if sig.varargs is not None and not sig.positional:
+        return None
+    return Expected(required, None if unbounded else len(sig.positional))
+
+
+def _enclosing_func(builder: ModelBuilder, node: cst.CSTNode):
+    return builder.ix.enclosing(node, (cst.FunctionDef, cst.Lambda))
+
+
+def grad_counter(record: CustomGradient, grad: GradFn, builder: ModelBuilder) -> Counter:
+    return Counter(builder.env_for(grad.node), builder.ix.qualnames, record.structured_params)
+
+
+def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int] | None:
+    """Every count a return of grad could mean (plain gradients, or the variables pair)."""
+    value = site.value
+    if value is None:
+        return None
+    pair = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 2 else None
+    if grad.is_custom_gradient:
+        # a higher-order grad returns (grads, grad_of_grad): the first element holds the gradients
+        if pair is None or isinstance(pair[0], cst.StarredElement):
+            return None
+        value = pair[0].value
+        pair = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 2 else None
+    options = {counter.count(value)}
+    if grad.accepts_variables and pair is not None and not isinstance(pair[0], cst.StarredElement):
+        first = counter.count(pair[0].value)
+        # `variables` declared and a list beside the input grads: only the pair reading makes sense
+        if grad.declares_variables and _list_like(pair[1].value, counter):
+            options = {first}
+        else:
+            options.add(first)
+    if None in options:
+        return None
+    return options  # type: ignore[return-value]
+
+
+def _list_like(expr: cst.BaseExpression, counter: Counter) -> bool:
+    if isinstance(expr, (cst.List, cst.ListComp)):
+        return True
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "list":
+        return True
+    if isinstance(expr, cst.Name):
+        values = counter.env.lookup(expr.value) or []
+        return bool(values) and all(isinstance(v, (cst.List, cst.ListComp)) for v in values)
+    return False
+
+
+class Kind:
+    FUNCTION = "function"
+    NOT_CALLABLE = "not-callable"
+    UNKNOWN = "unknown"
+
+
+def classify(expr: cst.BaseExpression, env: Env, own_params: set[str], qualnames, depth: int = 0) -> str:
+    """Whether a value is obviously a function, obviously not one, or unknown."""
+    if depth > 8:
+        return Kind.UNKNOWN
+    if isinstance(expr, cst.Lambda):
+        return Kind.FUNCTION
+    if isinstance(expr, cst.Name):
+        if expr.value in ("None", "True", "False"):
+            return Kind.NOT_CALLABLE
+        values = env.lookup(expr.value)
+        if values is None:
+            return Kind.UNKNOWN
+        if not values:
+            return Kind.NOT_CALLABLE if expr.value in own_params else Kind.UNKNOWN
+        kinds = set()
+        for v in values:
+            if isinstance(v, (cst.FunctionDef, cst.Lambda)):
+                kinds.add(Kind.FUNCTION)
+            elif isinstance(v, cst.BaseExpression):
+                kinds.add(classify(v, env, own_params, qualnames, depth + 1))
+            else:
+                kinds.add(Kind.UNKNOWN)
+        return kinds.pop() if len(kinds) == 1 else Kind.UNKNOWN
+    if isinstance(expr, (cst.BaseNumber, cst.BaseString, cst.BinaryOperation, cst.UnaryOperation,
+                         cst.Comparison, cst.Tuple, cst.List, cst.Dict, cst.ListComp, cst.DictComp)):
+        return Kind.NOT_CALLABLE
+    if is_tensor_op_call(expr, qualnames):
+        return Kind.NOT_CALLABLE
+    return Kind.UNKNOWN

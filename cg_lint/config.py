@@ -1,0 +1,184 @@
+"""Settings from ``[tool.cg_lint]`` in the nearest pyproject.toml, and rule selection."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+DEFAULT_SELECT = ("CG0",)
+DEFAULT_EXCLUDE = (
+    ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
+    "build", "dist", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+)
+KNOWN_KEYS = {
+    "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
+    "decorators", "runtime",
+}
+
+
+class ConfigError(Exception):
+    """Bad configuration: the message names the key and the file."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: tuple[str, ...] = DEFAULT_SELECT
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    decorators: frozenset[str] = frozenset()
+    root: str = "."
+    config_file: str | None = None
+    runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def with_cli(self, **changes: Any) -> "Settings":
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def is_enabled(self, code: str, path: str | None = None) -> bool:
+        selected = _longest_prefix(code, self.select + self.extend_select)
+        if selected < 0:
+            return False
+        ignores = list(self.ignore)
+        if path is not None:
+            ignores.extend(self.ignores_for(path))
+        return _longest_prefix(code, tuple(ignores)) < selected
+
+    def ignores_for(self, path: str) -> list[str]:
+        rel = _relative(path, self.root)
+        out: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            if _match(rel, pattern):
+                out.extend(codes)
+        return out
+
+    def is_excluded(self, path: str) -> bool:
+        rel = _relative(path, self.root)
+        parts = Path(rel).parts
+        for pattern in self.exclude + self.extend_exclude:
+            if _match(rel, pattern) or any(fnmatch.fnmatchcase(part, pattern) for part in parts):
+                return True
+        return False
+
+    def markers(self) -> tuple[str, ...]:
+        """Substrings that a file holding a custom gradient must contain (the prefilter)."""
+        extra = {d.rsplit(".", 1)[-1] for d in self.decorators}
+        return ("custom_gradient", *sorted(extra))
+
+
+def _longest_prefix(code: str, prefixes: tuple[str, ...]) -> int:
+    best = -1
+    for prefix in prefixes:
+        if prefix == "ALL":
+            best = max(best, 0)
+        elif code.startswith(prefix):
+            best = max(best, len(prefix))
+    return best
+
+
+def _relative(path: str, root: str) -> str:
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    except ValueError:  # another drive on Windows
+        return path.replace(os.sep, "/")
+    return rel.replace(os.sep, "/")
+
+
+def _match(rel: str, pattern: str) -> bool:
+    pattern = pattern.rstrip("/")
+    return fnmatch.fnmatchcase(rel, pattern) or fnmatch.fnmatchcase(rel, pattern + "/*") or \
+        (pattern.startswith("**/") and fnmatch.fnmatchcase(rel, pattern[3:]))
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml holding a [tool.cg_lint] table, from ``start`` upward."""
+    start = start.resolve()
+    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                continue
+            if "cg_lint" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
+    if config is None:
+        config = find_config(start or Path.cwd())
+        if config is None:
+            return Settings(root=str(start if start and start.is_dir() else Path.cwd()))
+    try:
+        data = tomllib.loads(Path(config).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"{config}: cannot read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"{config}: invalid TOML: {e}") from None
+    table = data.get("tool", {}).get("cg_lint", {})
+    return settings_from_table(table, str(Path(config).resolve().parent), str(config))
+
+
+def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproject.toml") -> Settings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{source}: [tool.cg_lint] must be a table")
+    unknown = sorted(set(table) - KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(f"{source}: unknown key 'tool.cg_lint.{unknown[0]}' (known: {', '.join(sorted(KNOWN_KEYS))})")
+
+    def codes(key: str) -> tuple[str, ...] | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: 'tool.cg_lint.{key}' must be a list of strings")
+        for v in value:
+            check_code_prefix(v, f"{source}: 'tool.cg_lint.{key}'")
+        return tuple(value)
+
+    def strings(key: str) -> tuple[str, ...] | None:
+        if key not in table:
+            return None
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: 'tool.cg_lint.{key}' must be a list of strings")
+        return tuple(value)
+
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{source}: 'tool.cg_lint.per-file-ignores' must be a table of pattern = [codes]")
+    per_file: list[tuple[str, tuple[str, ...]]] = []
+    for pattern, value in pfi.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{source}: 'tool.cg_lint.per-file-ignores.\"{pattern}\"' must be a list of codes")
+        for v in value:
+            check_code_prefix(v, f"{source}: 'tool.cg_lint.per-file-ignores'")
+        per_file.append((pattern, tuple(value)))
+    runtime = table.get("runtime", {})
+    if not isinstance(runtime, dict):
+        raise ConfigError(f"{source}: 'tool.cg_lint.runtime' must be a table")
+    settings = Settings(root=root, config_file=source, runtime=runtime)
+    return settings.with_cli(
+        select=codes("select"), ignore=codes("ignore"), extend_select=codes("extend-select"),
+        exclude=strings("exclude"), extend_exclude=strings("extend-exclude"),
+        per_file_ignores=tuple(per_file) or None,
+        decorators=frozenset(strings("decorators") or ()) or None,
+    )
+
+
+def check_code_prefix(value: str, where: str) -> None:
+    import re
+
+    if value != "ALL" and not re.fullmatch(r"CG\d{0,3}", value):
+        raise ConfigError(f"{where}: '{value}' is not a rule code or prefix (e.g. CG003, CG0, ALL)")

@@ -1,0 +1,111 @@
+"""Lint one source: prefilter, parse once, build the model, run the enabled rules, apply noqa."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tokenize
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from cg_lint.builder import FileIndex, ModelBuilder
+from cg_lint.config import Settings
+from cg_lint.findings import FileError, Finding
+from cg_lint.names import module_name_for
+from cg_lint.noqa import is_suppressed
+from cg_lint.rules import ALL_RULES
+from cg_lint.rules.base import LintContext
+
+
+# libcst's visitors (positions) recurse once per nesting level; deep real code needs more room
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    parsed: bool = False  # False when the prefilter skipped the file
+
+
+def decode(data: bytes, path: str) -> str | FileError:
+    """Decode like Python does (BOM, PEP 263 cookie, else UTF-8); one clear line on failure."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        return FileError(path, f"cannot decode: {e.msg if hasattr(e, 'msg') else e}")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as e:
+        where = f" at byte {e.start}" if isinstance(e, UnicodeDecodeError) else ""
+        return FileError(path, f"cannot decode as {encoding}{where}: not a text file in that encoding")
+    return text.removeprefix("\ufeff")
+
+
+def might_contain(data: bytes | str, settings: Settings) -> bool:
+    if isinstance(data, str):
+        return any(m in data for m in settings.markers())
+    return any(m.encode() in data for m in settings.markers())
+
+
+def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
+                apply_noqa: bool = True) -> FileResult:
+    settings = settings or Settings()
+    result = FileResult(path)
+    if not might_contain(source, settings):
+        return result
+    if isinstance(source, bytes):
+        text = decode(source, path)
+        if isinstance(text, FileError):
+            result.error = text
+            return result
+    else:
+        text = source
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as e:
+        result.error = FileError(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
+        return result
+    except RecursionError:
+        result.error = FileError(path, "cannot parse: nesting too deep")
+        return result
+    result.parsed = True
+    try:
+        result.findings = _run_rules(module, text, path, settings)
+    except RecursionError:
+        result.error = FileError(path, "cannot analyse: nesting too deep")
+        return result
+    except Exception as e:  # never a traceback: the run goes on, the file is reported
+        result.error = FileError(path, f"internal error: {type(e).__name__}: {e} (please report this)")
+        return result
+    if apply_noqa:
+        lines = text.splitlines()
+        result.findings = [
+            f for f in result.findings
+            if not (0 < f.line <= len(lines) and is_suppressed(lines[f.line - 1], f.code))
+        ]
+    return result
+
+
+def build_context(module: cst.Module, text: str, path: str, settings: Settings) -> LintContext:
+    module_name = module_name_for(path)
+    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators)
+    builder = ModelBuilder(index)
+    records = builder.build()
+    return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
+
+
+def _run_rules(module: cst.Module, text: str, path: str, settings: Settings) -> list[Finding]:
+    rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
+    if not rules:
+        return []
+    ctx = build_context(module, text, path, settings)
+    if not ctx.records:
+        return []
+    findings: dict[tuple, Finding] = {}
+    for rule in rules:
+        for f in rule.check(ctx):
+            findings.setdefault((f.line, f.column, f.code, f.message), f)
+    return sorted(findings.values(), key=Finding.sort_key)

@@ -1,0 +1,11 @@
+"""The rule registry: every rule class, by code."""
+
+from __future__ import annotations
+
+from cg_lint.rules.arity import ForwardReturnNotPair, GradientCountMismatch, UpstreamCountMismatch
+from cg_lint.rules.base import Rule
+
+ALL_RULES: tuple[type[Rule], ...] = tuple(
+    sorted((ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch), key=lambda r: r.code)
+)
+RULES_BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}

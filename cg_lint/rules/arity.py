@@ -1,0 +1,529 @@
+"""Arity rules: the forward's return pair, grad's upstream parameters, grad's gradient count."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cg_lint.arity import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.findings import Edit, Finding, Fix
+from cg_lint.model import CustomGradient, ForwardReturn
+from cg_lint.rules.base import LintContext, Rule, plural
+from cg_lint.values import Counter, describe
+
+
+class ForwardReturnNotPair(Rule):
+    """Forward does not return `(outputs, grad_fn)`.
+
+    ## What it does
+    Checks that every `return` of a custom-gradient function gives exactly two things: the outputs
+    (any structure) and the gradient function.
+
+    ## Why is this bad?
+    TensorFlow runs `result, grad_fn = f(*args)`. `return z, w, grad` fails with
+    `ValueError: too many values to unpack (expected 2)`, `return y` fails the same way (or, when
+    `y` has two rows, with `TypeError: unsupported callable`), and `return grad, y` or `return y, None`
+    fails with `TypeError: unsupported callable`. None of these messages mentions `custom_gradient`.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def split_scale(x):
+        def grad(dlow, dhigh):
+            return dlow + 2.0 * dhigh
+        return x, 2.0 * x, grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def split_scale(x):
+        def grad(dlow, dhigh):
+            return dlow + 2.0 * dhigh
+        return (x, 2.0 * x), grad
+    ```
+
+    ## Fix safety
+    The fix for `return a, b, grad` (wrapping the outputs in a tuple) is safe: the function could not
+    run before. Swapped or missing gradient functions are not fixed automatically.
+
+    ## Known limitations
+    A return value built by a helper call (`return make_pair(x)`) is not checked.
+    """
+
+    code = "CG001"
+    name = "forward-return-not-pair"
+    title = "Forward does not return (outputs, grad_fn)"
+    fixable = True
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):
+        return dy
+    return tf.identity(x), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def two(x, y):
+    z, w = x * y, x + y
+    def grad(dz, dw):
+        return dz * y + dw, dz * x + dw
+    return (z, w), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def via_helper(x):
+    return make_pair(x)  # a helper may build the pair
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def early(x):
+    if x.shape.rank == 0:
+        return x, lambda dy: dy
+    pair = (x * 2.0, lambda dy: dy * 2.0)
+    return pair
+""",
+        """
+import tensorflow_probability as tf  # not TensorFlow: TFP's helper has another contract
+
+@tf.custom_gradient
+def g(x):
+    return x
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dz, dw):
+        return dz + dw
+    return x, x * 2.0, grad  # expect: CG001
+""",
+        """
+from tensorflow import custom_gradient as cg
+
+@cg
+def f(x):
+    y = x * x
+    return y  # expect: CG001
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):
+        return dy
+    return grad, x  # expect: CG001
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    return tf.square(x), None  # expect: CG001
+""",
+        """
+import tensorflow as tf
+
+g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            env = ctx.builder.env_for(record.node)
+            own = set(record.signature.all_names())
+            for fr in record.returns:
+                message, fix = self._problem(ctx, record, fr, env, own)
+                if message:
+                    yield self.finding(ctx, fr.site.line, fr.site.column, message, record.qualname, fix)
+
+    def _problem(self, ctx, record, fr: ForwardReturn, env, own):
+        name = record.name
+        value = fr.site.value
+        if value is None:
+            return f"'{name}' returns None; a custom-gradient function must return (outputs, grad_fn)", None
+        qn = ctx.index.qualnames
+        if fr.elements is None:
+            resolved = _resolve_literal(value, env)
+            if resolved is not None:
+                value = resolved
+            elif classify(value, env, own, qn) == Kind.NOT_CALLABLE:
+                return (f"'{name}' returns only its outputs ({describe(value)}); it must return "
+                        f"(outputs, grad_fn)"), None
+            else:
+                return None, None
+            if not isinstance(value, (cst.Tuple, cst.List)):
+                return None, None
+            elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+            if len(elements) != len(value.elements):
+                return None, None
+        else:
+            elements = fr.elements
+        kinds = [classify(e, env, own, qn) for e in elements]
+        if len(elements) == 2:
+            if kinds[1] == Kind.NOT_CALLABLE:
+                if kinds[0] == Kind.FUNCTION:
+                    return (f"'{name}' returns ({describe(elements[0])}, {describe(elements[1])}): the pair is "
+                            f"swapped; return (outputs, grad_fn)"), None
+                return (f"'{name}' returns ({describe(elements[0])}, {describe(elements[1])}): the second "
+                        f"element must be the gradient function"), None
+            return None, None
+        shown = ", ".join(describe(e) for e in elements)
+        if len(elements) > 2 and kinds[-1] == Kind.FUNCTION and fr.elements is not None:
+            outputs = ", ".join(describe(e) for e in elements[:-1])
+            fix = self._wrap_fix(ctx, fr)
+            return (f"'{name}' returns {len(elements)} values ({shown}); TF unpacks exactly two: "
+                    f"return ({outputs}), {describe(elements[-1])}"), fix
+        return (f"'{name}' returns {plural(len(elements), 'value')} ({shown}); it must return "
+                f"(outputs, grad_fn)"), None
+
+    def _wrap_fix(self, ctx: LintContext, fr: ForwardReturn) -> Fix | None:
+        value = fr.site.value
+        if not isinstance(value, cst.Tuple) or value.lpar:
+            return None
+        *outs, grad = value.elements
+        outputs = cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in outs])
+        new = cst.Tuple([cst.Element(outputs), cst.Element(grad.value)], lpar=[], rpar=[])
+        text = cst.Module(body=[]).code_for_node(new)
+        (l1, c1), (l2, c2) = ctx.index.position(value), ctx.index.end_position(value)
+        return Fix("Wrap the outputs in a tuple", (Edit(l1, c1, l2, c2, text),), safe=True)
+
+
+def _resolve_literal(expr: cst.BaseExpression, env) -> cst.BaseExpression | None:
+    """A name bound once to a literal tuple/list (``pair = (y, grad); return pair``)."""
+    if isinstance(expr, cst.Name):
+        values = env.lookup(expr.value) or []
+        if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
+            return values[0]
+    return None
+
+
+class UpstreamCountMismatch(Rule):
+    """Grad takes a different number of upstream gradients than the function has outputs.
+
+    ## What it does
+    When a custom-gradient function returns its outputs as a literal tuple, list or dict, checks that
+    its gradient function takes one positional upstream gradient per (flattened) output.
+
+    ## Why is this bad?
+    TensorFlow calls `grad_fn(*upstreams)` with one argument per leaf of `nest.flatten(outputs)`.
+    A grad written for one packed argument fails with
+    `TypeError: grad() takes 1 positional argument but 2 were given` when the gradient is taken.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def stats(x):
+        def grad(dstats):
+            dmean, dvar = dstats
+            return dmean / 3.0 + dvar
+        return (tf.reduce_mean(x), tf.math.reduce_variance(x)), grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def stats(x):
+        def grad(dmean, dvar):
+            return dmean / 3.0 + dvar
+        return (tf.reduce_mean(x), tf.math.reduce_variance(x)), grad
+    ```
+
+    ## Fix safety
+    No automatic fix: the body of grad has to be rewritten for separate arguments.
+
+    ## Known limitations
+    Outputs that are not literal structures (a name bound to a helper's result) are not counted.
+    `grad(*upstream)` accepts any number.
+    """
+
+    code = "CG002"
+    name = "upstream-count-mismatch"
+    title = "grad's upstream parameters do not match the number of outputs"
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(*dys):
+        return tf.add_n(list(dys))
+    return (x, x * 2.0), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(da, db, dc, variables=None):
+        return da + db + dc
+    return {"a": x, "b": (x, x)}, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy, unused=None):
+        return dy
+    return x, grad
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):  # expect: CG002
+        return dy
+    return (x, x * 2.0), grad
+""",
+        """
+import tensorflow as tf
+
+class Layer:
+    @tf.custom_gradient
+    def call(self, x):
+        return [x, x, x], self._grad
+
+    def _grad(self, dy):  # expect: CG002
+        return dy
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        seen = set()
+        for record in ctx.records:
+            counter = Counter(ctx.builder.env_for(record.node), ctx.index.qualnames, record.structured_params)
+            for fr in record.returns:
+                grad = fr.grad
+                if grad is None or fr.outputs is None:
+                    continue
+                n = counter.count(fr.outputs)
+                if n is None:
+                    continue
+                upstream = grad.upstream
+                low = sum(1 for p in upstream if not p.has_default)
+                high = None if grad.signature.varargs is not None else len(upstream)
+                if n >= low and (high is None or n <= high):
+                    continue
+                key = (grad.line, n)
+                if key in seen:
+                    continue
+                seen.add(key)
+                names = ", ".join(p.name for p in upstream) or "none"
+                yield self.finding(
+                    ctx, grad.line, grad.column,
+                    f"grad of '{record.name}' takes {plural(len(upstream), 'upstream gradient')} ({names}) but "
+                    f"'{record.name}' returns {plural(n, 'output')}; TF calls it with one upstream per output",
+                    record.qualname,
+                )
+
+
+class GradientCountMismatch(Rule):
+    """Grad returns a different number of gradients than the function has inputs.
+
+    ## What it does
+    Checks that every `return` of a gradient function gives one gradient per flattened positional input
+    of the custom-gradient function. Non-tensor inputs count (return `None` for them); `self` of a
+    method does not. When grad takes `variables`, the count applies to the first element of its
+    `(input_grads, variable_grads)` pair. Parameters with defaults count only when passed, so the
+    expected count is a range unless calls in the same file pin it.
+
+    ## Why is this bad?
+    Eagerly, TensorFlow raises `ValueError: custom_gradient function expected to return 2 gradients,
+    but returned 1 instead.` only when a gradient is taken. Under `tf.function` the C++ tape raises
+    `InternalError: Recorded operation 'f' returned too few gradients. Expected 3 but received 2`, and
+    it says "too few" even when there are too many.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def weighted(x, w):
+        def grad(dy):
+            return dy * w
+        return x * w, grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def weighted(x, w):
+        def grad(dy):
+            return dy * w, dy * x
+        return x * w, grad
+    ```
+
+    ## Fix safety
+    No automatic fix: the missing gradient has to be written (or `None` returned on purpose).
+
+    ## Known limitations
+    Silent when the count is not statically knowable: `*args` inputs, inputs used as sequences
+    (`for t in xs`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or returned by a
+    helper call.
+    """
+
+    code = "CG003"
+    name = "gradient-count-mismatch"
+    title = "grad returns a different number of gradients than there are inputs"
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scale(x, factor):
+    def grad(dy):
+        return dy * factor, None  # factor is an input too
+    return x * factor, grad
+""",
+        """
+import tensorflow as tf
+
+class Dense:
+    @tf.custom_gradient
+    def clip(self, x):
+        return x, lambda dy: tf.clip_by_value(dy, -1.0, 1.0)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def first_only(*args):
+    def grad(dy):
+        return [dy] + [None] * (len(args) - 1)
+    return args[0], grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, name=None):
+    def grad(dy):
+        return dy
+    return tf.identity(x, name=name), grad
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(1.0)
+
+@tf.custom_gradient
+def f(x):
+    y = x * w
+    def grad(dy, variables=None):
+        return dy * w, [dy * x]
+    return y, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair_in(xs, y):
+    a, b = xs  # xs is a list: it flattens into two inputs
+    def grad(dy):
+        return dy, dy, dy
+    return a + b + y, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def outer(x):
+    @tf.custom_gradient
+    def grad(dy):
+        def grad_grad(ddy):
+            return ddy
+        return dy * 2.0, grad_grad
+    return x * x, grad
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def weighted(x, w):
+    def grad(dy):
+        return dy * w  # expect: CG003
+    return x * w, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):
+        return dy, dy  # expect: CG003
+    return x, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, scale=2.0):
+    def grad(dy):
+        return dy * scale  # expect: CG003
+    return x * scale, grad
+
+y = f(1.0, 3.0)
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(1.0)
+
+@tf.custom_gradient
+def f(x, y):
+    def grad(dz, variables=None):
+        return dz, [dz]  # expect: CG003
+    return x * y * w, grad
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            expected = expected_inputs(record, ctx.builder)
+            if expected is None or not record.grads:
+                continue
+            for grad in record.grads:
+                counter = grad_counter(record, grad, ctx.builder)
+                for site in grad.returns:
+                    counts = returned_counts(grad, site, counter)
+                    if not counts or any(expected.accepts(n) for n in counts):
+                        continue
+                    got = min(counts)
+                    yield self.finding(
+                        ctx, site.line, site.column,
+                        f"grad of '{record.name}' returns {plural(got, 'gradient')} but "
+                        f"{_describe_expected(record, expected)}",
+                        record.qualname,
+                    )
+
+
+def _describe_expected(record: CustomGradient, expected) -> str:
+    name = record.name
+    if expected.exact:
+        counts = " or ".join(str(n) for n in sorted(expected.exact))
+        noun = "input" if expected.exact == {1} else "inputs"
+        return f"'{name}' is called with {counts} {noun} (line {expected.call_line})"
+    params = ", ".join(p.name if not p.has_default else f"{p.name}=" for p in record.signature.positional)
+    if expected.high is None:
+        return f"'{name}' takes at least {plural(expected.low, 'input')} ({params})"
+    if expected.low == expected.high:
+        return f"'{name}' takes {plural(expected.low, 'input')} ({params})"
+    return f"'{name}' takes {expected.low} to {expected.high} inputs ({params})"

@@ -1,0 +1,77 @@
+"""What a rule is: a code, a one-line message, a doc, and examples that run as tests."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import ClassVar
+
+import libcst as cst
+
+from cg_lint.builder import FileIndex, ModelBuilder
+from cg_lint.findings import Finding, Fix
+from cg_lint.model import CustomGradient
+
+# `# expect: CG003` at the end of a line of an INVALID example marks where a finding must be.
+EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>CG\d+(?:\s*,\s*CG\d+)*)")
+
+
+@dataclass
+class LintContext:
+    path: str
+    lines: list[str]
+    index: FileIndex
+    builder: ModelBuilder
+    records: list[CustomGradient]
+
+    def position(self, node: cst.CSTNode) -> tuple[int, int]:
+        return self.index.position(node)
+
+
+class Rule:
+    """A rule reads the model of a file and yields findings.
+
+    The class docstring is the rule's documentation (ruff's sections: What it does / Why is this bad? /
+    Example / Use instead / Fix safety / Known limitations); ``VALID`` and ``INVALID`` are run as tests.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, stable
+    title: ClassVar[str]  # one line, for `cg-lint rule --all`
+    theme: ClassVar[str] = "arity"
+    fixable: ClassVar[bool] = False
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, ctx: LintContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def finding(self, ctx: LintContext, line: int, column: int, message: str,
+                function: str | None = None, fix: Fix | None = None) -> Finding:
+        return Finding(path=ctx.path, line=line, column=column, code=self.code, message=message,
+                       function=function, fix=fix)
+
+    @classmethod
+    def doc(cls) -> str:
+        return _dedent(cls.__doc__ or "")
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    first, _, rest = text.partition("\n")
+    return (first.strip() + "\n" + textwrap.dedent(rest)).strip() + "\n"
+
+
+def expected_lines(source: str) -> Iterator[tuple[int, str]]:
+    """(line, code) pairs marked with `# expect: CODE` in an example."""
+    for number, line in enumerate(source.splitlines(), start=1):
+        match = EXPECT.search(line)
+        if match:
+            for code in match.group("codes").split(","):
+                yield number, code.strip()
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
