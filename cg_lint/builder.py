@@ -318,7 +318,7 @@ class ModelBuilder:
             anchor=anchor,
             locate=self.locate,
             name=anchor_name if (anchor_name and kind != "lambda") else name,
-            qualname=self._qualname(func, name),
+            qualname=self._qualname(func, name if isinstance(func, cst.FunctionDef) else "<lambda>"),
             kind=kind,
             node=func,
             signature=_signature(func, drop_first),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import sys
 import tokenize
 from dataclasses import dataclass, field
@@ -35,7 +36,12 @@ def decode(data: bytes, path: str) -> str | FileError:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as e:
-        return FileError(path, f"cannot decode: {e.msg if hasattr(e, 'msg') else e}")
+        # detect_encoding fails on undecodable bytes in the first two lines: say where, like below
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as u:
+            return FileError(path, f"cannot decode as utf-8 at byte {u.start}: not a text file in that encoding")
+        return FileError(path, f"cannot decode: {getattr(e, 'msg', e)}")
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as e:
@@ -66,7 +72,8 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as e:
-        result.error = FileError(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
+        message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
+        result.error = FileError(path, f"cannot parse: {message}", e.raw_line, e.raw_column + 1)
         return result
     except RecursionError:
         result.error = FileError(path, "cannot parse: nesting too deep")

@@ -1,0 +1,63 @@
+"""Every rule's VALID / INVALID examples, and its doc's Example / Use instead, run as tests."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import pytest
+
+from cg_lint.engine import lint_source
+from cg_lint.rules import ALL_RULES
+from cg_lint.rules.base import expected_lines
+
+
+def _cases(kind: str):
+    for rule in ALL_RULES:
+        for i, example in enumerate(getattr(rule, kind)):
+            yield pytest.param(rule, textwrap.dedent(example), id=f"{rule.code}-{kind.lower()}-{i}")
+
+
+def _codes_at(source: str, code: str) -> set[tuple[int, str]]:
+    result = lint_source(source, "example.py")
+    assert result.error is None, result.error
+    return {(f.line, f.code) for f in result.findings if f.code == code}
+
+
+@pytest.mark.parametrize("rule,source", list(_cases("VALID")))
+def test_valid_examples_are_quiet(rule, source):
+    assert _codes_at(source, rule.code) == set()
+
+
+@pytest.mark.parametrize("rule,source", list(_cases("INVALID")))
+def test_invalid_examples_are_flagged_where_marked(rule, source):
+    expected = {(line, code) for line, code in expected_lines(source) if code == rule.code}
+    assert expected, "an INVALID example must mark at least one line with '# expect:'"
+    assert _codes_at(source, rule.code) == expected
+
+
+def _doc_block(rule, heading: str) -> str:
+    doc = rule.doc()
+    section = doc.split(f"## {heading}", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return code if "import tensorflow" in code else "import tensorflow as tf\n" + code
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_doc_example_is_flagged_and_fix_is_quiet(rule):
+    assert _codes_at(_doc_block(rule, "Example"), rule.code), "the doc's Example must trigger the rule"
+    assert not _codes_at(_doc_block(rule, "Use instead"), rule.code), "'Use instead' must be clean"
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_rule_has_complete_doc(rule):
+    doc = rule.doc()
+    for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
+        assert f"## {heading}" in doc, f"{rule.code} doc lacks '## {heading}'"
+    assert re.fullmatch(r"CG\d{3}", rule.code)
+    assert re.fullmatch(r"[a-z0-9-]+", rule.name)
+
+
+def test_codes_and_names_are_unique():
+    assert len({r.code for r in ALL_RULES}) == len(ALL_RULES)
+    assert len({r.name for r in ALL_RULES}) == len(ALL_RULES)
