@@ -73,8 +73,9 @@ def _rule_command(argv: list[str]) -> int:
     if rule is None:
         print(f"cg-lint: error: unknown rule '{args.code}' (see 'cg-lint rule --all')", file=sys.stderr)
         return EXIT_ERROR
-    print(f"# {rule.code} {rule.name}\n")
-    print(rule.doc())
+    from cg_lint.docs import page
+
+    print(page(rule), end="")
     return EXIT_CLEAN
 
 

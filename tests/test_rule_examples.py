@@ -61,3 +61,14 @@ def test_rule_has_complete_doc(rule):
 def test_codes_and_names_are_unique():
     assert len({r.code for r in ALL_RULES}) == len(ALL_RULES)
     assert len({r.name for r in ALL_RULES}) == len(ALL_RULES)
+
+
+def test_rule_docs_are_up_to_date():
+    from cg_lint.docs import render
+    from conftest import ROOT
+
+    for name, text in render().items():
+        path = ROOT / "docs" / "rules" / name
+        assert path.is_file() and path.read_text(encoding="utf-8") == text, (
+            f"{path.name} is stale: run 'python -m cg_lint.docs'"
+        )
