@@ -45,7 +45,6 @@ UNPACKED = Unknown("unpacked")
 LOOP = Unknown("loop")
 OTHER = Unknown("other")
 IMPORTED = Unknown("import")
-Binding = "cst.BaseExpression | cst.FunctionDef | cst.ClassDef | Unknown"
 
 
 @dataclass
@@ -323,14 +322,6 @@ class Counter:
                 self._active.discard(expr.value)
             return lens.pop() if len(lens) == 1 else None
         return None
-
-
-class Kind:
-    """Coarse classification of a value, for "is this obviously not a function" questions."""
-
-    FUNCTION = "function"
-    NOT_CALLABLE = "not-callable"
-    UNKNOWN = "unknown"
 
 
 def describe(expr: cst.BaseExpression) -> str:
