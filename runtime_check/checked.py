@@ -32,7 +32,7 @@ ORIGINAL_CUSTOM_GRADIENT = getattr(
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
 
 # set by the pytest plugin: called after each successful eager call as hook(wrapped, args, info)
-SHADOW_HOOK: Callable[[Callable[..., Any], tuple[Any, ...], DefInfo], None] | None = None
+SHADOW_HOOK: Callable[[Callable[..., Any], tuple[Any, ...], DefInfo, list[str]], None] | None = None
 
 
 def current_mode() -> str:
@@ -317,7 +317,7 @@ class _CheckedCall:
         if is_graph_only(code) or code in ("CG008", "CG004"):
             RECORDER.record(
                 self.info, code,
-                f"'{self.name}': {reason} in {where} (confirmed at runtime under {current_mode()})",
+                f"'{self.name}': {reason.rstrip('.')} (in {where}; confirmed at runtime under {current_mode()})",
                 current_mode(),
             )
 
@@ -327,6 +327,8 @@ def checked_custom_gradient(f: Callable[..., Any] | None = None) -> Any:
     if f is None:
         return lambda f: checked_custom_gradient(f=f)
     info = definition_info(f)
+    if info.path is not None and "__autograph_generated" in info.path:
+        info = _from_autograph(info)
     REGISTRY.setdefault(info.key, (info, f))
 
     def decorated(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -341,6 +343,21 @@ def checked_custom_gradient(f: Callable[..., Any] | None = None) -> Any:
 
 
 checked_custom_gradient._cg_original = ORIGINAL_CUSTOM_GRADIENT  # type: ignore[attr-defined]
+
+
+_AUTOGRAPH_PREFIX = "outer_factory.<locals>.inner_factory.<locals>."
+
+
+def _from_autograph(info: DefInfo) -> DefInfo:
+    """AutoGraph re-creates nested functions in a generated file: report the user's definition."""
+    qualname = info.qualname
+    if qualname.startswith(_AUTOGRAPH_PREFIX):
+        qualname = qualname[len(_AUTOGRAPH_PREFIX):]
+    qualname = ".".join(p[4:] if p.startswith("tf__") else p for p in qualname.split("."))
+    for known, _ in REGISTRY.values():
+        if known.qualname == qualname and known.path and "__autograph_generated" not in known.path:
+            return known
+    return DefInfo(qualname, info.module, None, info.line, info.column)
 
 
 def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -376,7 +393,7 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
         raise
     hook = SHADOW_HOOK
     if hook is not None and mode == "eager" and RECORDER.state.shadow_depth == 0:
-        hook(wrapped, args, info)
+        hook(lambda *a: _checked_call(info, wrapped, a, {}), args, info, _input_names(wrapped, args))
     return result
 
 

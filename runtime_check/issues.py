@@ -118,6 +118,7 @@ class Recorder:
 
     issues: list[Issue] = field(default_factory=list)
     calls: dict[str, DefInfo] = field(default_factory=dict)
+    call_count: int = 0
     _seen: dict[tuple[str, str, str], Issue] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     state: _ThreadState = field(default_factory=_ThreadState)
@@ -127,14 +128,16 @@ class Recorder:
         with self._lock:
             earlier = self._seen.get(issue.key())
             if earlier is not None:
-                if mode not in earlier.mode.split(", "):
-                    earlier.mode = f"{earlier.mode}, {mode}"
+                modes = earlier.mode.split(", ")
+                modes += [m for m in mode.split(", ") if m not in modes]
+                earlier.mode = ", ".join(modes)
                 return
             self._seen[issue.key()] = issue
             self.issues.append(issue)
 
     def note_call(self, definition: DefInfo) -> None:
         with self._lock:
+            self.call_count += 1
             self.calls.setdefault(definition.key, definition)
 
     def drain(self) -> tuple[list[Issue], list[DefInfo]]:
