@@ -393,7 +393,9 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
         raise
     hook = SHADOW_HOOK
     if hook is not None and mode == "eager" and RECORDER.state.shadow_depth == 0:
-        hook(lambda *a: _checked_call(info, wrapped, a, {}), args, info, _input_names(wrapped, args))
+        # AutoGraph must not convert the re-run (it would turn the user's `if` into tf.cond).
+        again = tf.autograph.experimental.do_not_convert(lambda *a: _checked_call(info, wrapped, a, {}))
+        hook(again, args, info, _input_names(wrapped, args))
     return result
 
 

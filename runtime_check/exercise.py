@@ -19,11 +19,6 @@ from .classify import classify, first_line
 from .issues import RECORDER, DefInfo, labels
 from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
 
-try:  # pause outer tapes while the plugin re-runs a call (private, but stable since TF 2.0)
-    from tensorflow.python.eager.record import stop_recording as _stop_recording
-except ImportError:  # pragma: no cover
-    _stop_recording = None
-
 
 @dataclass
 class Options:
@@ -95,7 +90,7 @@ class Exerciser:
     # -- single runs ------------------------------------------------------------------------------
 
     def _call_args(self, inputs: InputSet) -> list[Any]:
-        return [tf.constant(a) if isinstance(a, np.ndarray) else a for a in inputs.args]
+        return [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in inputs.args]
 
     def eager(self, fn: Callable[..., Any], inputs: InputSet, zero_upstream: bool = False) -> Run:
         args = self._call_args(inputs)
@@ -350,21 +345,13 @@ def shadow_check(decorated: Callable[..., Any], args: tuple[Any, ...], info: Def
         return  # nested, variable or exotic arguments: the real call itself was checked already
     from .probes import label_for
 
-    arrays = [a.numpy() if tf.is_tensor(a) else a for a in args]
+    # Copies as new constants: an outer tape of the user's test does not watch them, so the
+    # re-run leaves the user's gradients alone.
+    arrays = [np.asarray(a.numpy()) if tf.is_tensor(a) else a for a in args]
     names = list(names)[: len(arrays)] + [f"arg{i}" for i in range(len(names), len(arrays))]
     exerciser = Exerciser(lambda: decorated, names, info, Options(jit=options.jit, magnitudes=False))
     RECORDER.state.shadow_depth += 1
     try:
-        context = _stop_recording() if _stop_recording is not None else _nullcontext()
-        with context:
-            exerciser.run_set(InputSet(arrays, label_for(names, arrays), "call"), Outcome())
+        exerciser.run_set(InputSet(arrays, label_for(names, arrays), "call"), Outcome())
     finally:
         RECORDER.state.shadow_depth -= 1
-
-
-class _nullcontext:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None

@@ -52,12 +52,17 @@ def import_unit(unit: dict[str, Any]) -> ModuleType:
     return module
 
 
-def _import_error_line(exc: BaseException) -> tuple[str, int, int]:
-    """One line for a failed import, and where to put it (the innermost frame in user code)."""
+def _import_error_line(exc: BaseException, path: str | None) -> tuple[str, int, int]:
+    """One line for a failed import, and where to put it (the module's own failing line)."""
     if isinstance(exc, SyntaxError):
         return f"SyntaxError: {exc.msg}", exc.lineno or 1, exc.offset or 1
-    message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".rstrip(": ")
-    return message, 1, 1
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    line = 1
+    if path is not None:
+        for frame in traceback.extract_tb(exc.__traceback__):
+            if os.path.abspath(frame.filename) == os.path.abspath(path) and frame.lineno:
+                line = frame.lineno
+    return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), line, 1
 
 
 def main() -> int:
@@ -87,7 +92,7 @@ def main() -> int:
         try:
             module = import_unit(unit)
         except BaseException as exc:  # SystemExit and KeyboardInterrupt in user code included
-            message, line, column = _import_error_line(exc)
+            message, line, column = _import_error_line(exc, unit.get("path"))
             emit("import_error", unit=index, message=message, line=line, column=column,
                  path=unit.get("path") or unit["module"])
             continue
