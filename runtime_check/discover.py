@@ -10,6 +10,7 @@ custom gradient at call time (``outer.<locals>.inner`` is exercised through ``ou
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -56,6 +57,23 @@ def static_definitions(source: str, path: str) -> list[StaticDef]:
         return scanned
     known = {d.qualname for d in defs}
     return defs + [d for d in scanned if d.qualname not in known]
+
+
+@functools.lru_cache(maxsize=256)
+def _definitions_in_file(path: str) -> dict[str, StaticDef]:
+    try:
+        source = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {d.qualname: d for d in static_definitions(source, path)}
+
+
+def static_location(path: str | None, qualname: str) -> tuple[int, int] | None:
+    """(line, column) the linter uses for this definition, so both tools point at the same place."""
+    if path is None:
+        return None
+    found = _definitions_in_file(path).get(qualname)
+    return None if found is None else (found.line, found.column)
 
 
 # -- fallback: a small ast scan ----------------------------------------------------------------------

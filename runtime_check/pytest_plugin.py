@@ -67,18 +67,20 @@ def pytest_configure(config: Any) -> None:
 def _findings(config: Any) -> list[Any]:
     from cg_lint.findings import Finding
 
+    from .discover import static_location
     from .issues import RECORDER
 
     root = str(config.rootpath)
     out = []
     for issue in RECORDER.issues:
         info = issue.definition
+        line, column = static_location(info.path, info.qualname) or (info.line, info.column)
         path = info.path or info.module
         if os.path.isabs(path):
             relative = os.path.relpath(path, root)
             path = path if relative.startswith("..") else relative
         details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
-        out.append(Finding(path, info.line, info.column, issue.code, f"{issue.message} [{details}]",
+        out.append(Finding(path, line, column, issue.code, f"{issue.message} [{details}]",
                            function=info.qualname, mode=issue.mode))
     return sorted(out, key=lambda f: (f.path, f.line, f.column, f.code))
 

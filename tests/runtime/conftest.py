@@ -70,3 +70,14 @@ def opt_in_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Results, Path]
     plot = ["--plot", str(plots)] if importlib.util.find_spec("matplotlib") else []
     completed = run_cli("--format", "json", "--numeric", "--zero-upstream", "--jit", *plot, "opt_in.py")
     return Results(completed), plots
+
+
+@pytest.fixture(scope="session")
+def cli():
+    """``cli(*args, cwd=..., env=...)`` runs ``python -m runtime_check`` in a subprocess."""
+    return run_cli
+
+
+@pytest.fixture(scope="session")
+def make_env():
+    return child_env

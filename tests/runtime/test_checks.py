@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("tensorflow")
@@ -9,6 +11,7 @@ pytest.importorskip("tensorflow")
 pytestmark = pytest.mark.tf
 
 DEFECTS = "defects.py"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_run_reports_findings_and_exits_1(main_run):
@@ -80,7 +83,12 @@ def test_missing_variables_argument(main_run):
 
 def test_definition_decorated_at_call_time_is_reported_on_its_def(main_run):
     finding = main_run.one("outer_scale.<locals>.inner", "CG101")
-    assert finding["line"] == 120 and finding["column"] == 9  # the nested def, not AutoGraph's copy
+    from runtime_check.discover import static_definitions
+
+    path = FIXTURES / DEFECTS
+    (inner,) = [d for d in static_definitions(path.read_text(), str(path)) if d.qualname == "outer_scale.<locals>.inner"]
+    assert inner.line == 120  # the nested def, not AutoGraph's generated copy
+    assert (finding["line"], finding["column"]) == (inner.line, inner.column)
     assert "tf.function" in finding["mode"]
 
 
