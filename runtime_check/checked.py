@@ -96,6 +96,11 @@ def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
     return names
 
 
+def variable_name(variable: Any) -> str:
+    """'kernel' for 'dense_3/kernel:0': stable across instances, so repeated probes deduplicate."""
+    return str(getattr(variable, "name", "variable")).split("/")[-1].split(":")[0]
+
+
 def _describe_value(value: Any) -> str:
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
@@ -218,8 +223,8 @@ class _CheckedCall:
             var_grads = restored
         self._check_input_grads(input_grads, upstreams)
         for variable, grad in zip(variables, var_grads):
-            self._check_one(grad, variable.name, tf.TensorShape(variable.shape), tf.as_dtype(variable.dtype),
-                            "variable", upstreams)
+            self._check_one(grad, variable_name(variable), tf.TensorShape(variable.shape),
+                            tf.as_dtype(variable.dtype), "variable", upstreams)
         return input_grads, var_grads
 
     def _check_upstream_arity(self, grad_fn: Callable[..., Any], count: int, with_variables: bool) -> None:

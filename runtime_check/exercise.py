@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from .checked import variable_name
 from .classify import classify, first_line
 from .issues import RECORDER, DefInfo, labels
 from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
@@ -120,7 +121,7 @@ class Exerciser:
         self._upstream = upstream
         names = [n for n, a in zip(self.names, args) if any(a is w for w in watched)]
         return Run([o.numpy() for o in outputs], [_to_numpy(g) for g in grads],
-                   names + [v.name for v in variables], len(watched))
+                   names + [variable_name(v) for v in variables], len(watched))
 
     def traced(self, fn: Callable[..., Any], inputs: InputSet) -> Run:
         args = self._call_args(inputs)
@@ -149,7 +150,7 @@ class Exerciser:
             raise _Failed("tf.function", exc) from exc
         names = [self.names[i] if i < len(self.names) else f"arg{i}" for i in watched_positions]
         return Run([o.numpy() for o in outputs], [_to_numpy(g) for g in grads],
-                   names + [v.name for v in variables], len(watched_positions))
+                   names + [variable_name(v) for v in variables], len(watched_positions))
 
     # -- one input set -----------------------------------------------------------------------------
 
