@@ -145,7 +145,9 @@ class _CheckedCall:
         self.name = info.qualname
         names = _input_names(wrapped, args)
         self.inputs = [InputSpec(n, v) for n, v in zip(names, tf.nest.flatten(list(args)))]
-        self.python_positionals = [v for v in tf.nest.flatten(list(args)) if not tf.is_tensor(v) and not hasattr(v, "dtype")]
+        self.python_positionals = [
+            v for v in tf.nest.flatten(list(args)) if not tf.is_tensor(v) and not hasattr(v, "dtype")
+        ]
         self.forward_finite = True
         self.n_outputs = 0
 
@@ -171,7 +173,8 @@ class _CheckedCall:
         result, grad_fn = out
         if not callable(grad_fn):
             swapped = " (swapped? the first element is callable)" if callable(result) else ""
-            message = f"the second element returned by the forward is {type(grad_fn).__name__}, not a callable grad_fn{swapped}"
+            message = (f"the second element returned by the forward is {type(grad_fn).__name__}, "
+                       f"not a callable grad_fn{swapped}")
             self.record("CG001", message)
             raise check_error("CG001", f"'{self.name}': {message}")
         flat_result = tf.nest.flatten(result)

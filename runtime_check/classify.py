@@ -14,11 +14,14 @@ from .issues import check_error_detail, code_of_check_error
 # (code, substrings any of which identifies it, short description)
 _PATTERNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("CG008", ("supports keywords arguments only when eager",), "keyword arguments at the call site"),
-    ("CG004", ("must accept keyword argument 'variables'",), "the forward reads variables but grad does not accept `variables`"),
-    ("CG006", ('can only concatenate list (not "tuple") to list',), "variable gradients returned as a tuple, not a list"),
+    ("CG004", ("must accept keyword argument 'variables'",),
+     "the forward reads variables but grad does not accept `variables`"),
+    ("CG006", ('can only concatenate list (not "tuple") to list',),
+     "variable gradients returned as a tuple, not a list"),
     ("CG003", ("Must return gradient for each variable", "expected to return", "returned too few gradients",
                "returned too many gradients", "Num gradients"), "wrong number of gradients"),
-    ("CG001", ("unsupported callable", "too many values to unpack (expected 2)", "not enough values to unpack (expected 2"),
+    ("CG001", ("unsupported callable", "too many values to unpack (expected 2)",
+               "not enough values to unpack (expected 2"),
      "the forward does not return (outputs, grad_fn)"),
     ("CG010", ("has no attribute 'numpy'", "argument must be a string or a real number, not 'SymbolicTensor'",
                "argument must be a string, a bytes-like object or a real number, not 'SymbolicTensor'",

@@ -123,14 +123,15 @@ def ast_definitions(source: str) -> list[StaticDef]:
                     else:
                         kind = "nested" if scope == "function" else "function"
                     inputs, varargs = _inputs(node.args, kind in ("method", "classmethod"))
-                    found.append(StaticDef(node.name, qualname, node.lineno, node.col_offset + 1, kind, inputs, varargs))
+                    found.append(StaticDef(node.name, qualname, node.lineno, node.col_offset + 1, kind, inputs,
+                                           varargs))
                 visit(node.body, f"{qualname}.<locals>.", "function")
             elif isinstance(node, ast.ClassDef):
                 visit(node.body, f"{prefix}{node.name}.", "class")
             else:
                 for sub in ast.walk(node):
-                    if isinstance(sub, ast.Call) and not isinstance(sub.func, ast.Call) and _is_custom_gradient(sub.func) \
-                            and sub.args:
+                    direct = isinstance(sub, ast.Call) and not isinstance(sub.func, ast.Call)
+                    if direct and _is_custom_gradient(sub.func) and sub.args:
                         target = getattr(node, "targets", [None])[0] if isinstance(node, ast.Assign) else None
                         name = target.id if isinstance(target, ast.Name) else _dotted(sub.args[0]) or "<lambda>"
                         kind = "call" if scope != "function" else "nested"
@@ -223,7 +224,10 @@ def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dic
         parts = top.split(".")
         try:
             owner = _resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else module
-            member = getattr(owner, parts[-1]) if not isinstance(owner, type) else inspect.getattr_static(owner, parts[-1])
+            if isinstance(owner, type):
+                member = inspect.getattr_static(owner, parts[-1])
+            else:
+                member = getattr(owner, parts[-1])
         except AttributeError:
             unusable(top, loc, f"'{top}' is not reachable as a module attribute", d)
             return

@@ -66,6 +66,10 @@ def _upstream(output: np.ndarray, index: int, zero: bool = False) -> np.ndarray:
     return (0.6 + 0.3 * ((k + index) % 3)).astype(output.dtype)  # not all ones
 
 
+def _floating(result: Any) -> list[Any]:
+    return [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
+
+
 def _finite(arrays: Sequence[np.ndarray | None]) -> bool:
     return all(a is None or a.dtype.kind not in "fc" or bool(np.all(np.isfinite(a))) for a in arrays)
 
@@ -106,7 +110,7 @@ class Exerciser:
                 raise _Failed("forward", exc) from exc
         if RECORDER.call_count == calls_before:
             raise Rejected("no custom-gradient function was called")
-        outputs = [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
+        outputs = _floating(result)
         if not outputs:
             raise Rejected("no floating-point output")
         variables = [
@@ -138,7 +142,7 @@ class Exerciser:
                 for tensor in watched:
                     tape.watch(tensor)
                 result = fn(*call_args)
-            outputs = [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
+            outputs = _floating(result)
             grads = tape.gradient(outputs, watched + variables, output_gradients=upstream[: len(outputs)])
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
             return outputs, grads
@@ -210,7 +214,8 @@ class Exerciser:
             if _finite(graph.outputs) and _finite([a for a in inputs.args if isinstance(a, np.ndarray)]) \
                     and not _finite(graph.grads):
                 bad = next(n for n, g in zip(graph.names, graph.grads) if not _finite([g]))
-                self.record("CG105", f"gradient for '{bad}' contains NaN/Inf where the forward is finite", graph_mode, bad)
+                self.record("CG105", f"gradient for '{bad}' contains NaN/Inf where the forward is finite",
+                            graph_mode, bad)
         return True
 
     def _record_found(self, found: tuple[str, str], mode: str) -> None:

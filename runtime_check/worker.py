@@ -15,7 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 _proto: Any = None
 
@@ -75,7 +75,7 @@ def main() -> int:
         emit("fatal", message=f"runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}")
         return 2
     from . import checked
-    from .exercise import Exerciser, Options
+    from .exercise import Options
     from .issues import RECORDER
 
     checked.install()
@@ -111,7 +111,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
              only: dict[str, list[str]] | None, plot_dir: str | None) -> None:
     from .discover import CannotCall, entries_for, static_definitions
     from .exercise import Exerciser
-    from .issues import RECORDER, DefInfo
+    from .issues import RECORDER
     from .probes import synthesized
     from .specs import build_input_sets
 

@@ -18,7 +18,8 @@ class ScaleShift(keras.layers.Layer):
         def scale_shift(x):
             def grad(dy, variables=None):
                 # Bug: assumes `variables` arrives as [scale, shift]; its order is not guaranteed.
-                per_feature = lambda t: tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), axis=0)
+                def per_feature(t):
+                    return tf.reduce_sum(tf.reshape(t, [-1, tf.shape(t)[-1]]), axis=0)
                 return dy * scale, [per_feature(dy * x), per_feature(dy)]
             return x * scale + shift, grad
         return scale_shift(x)

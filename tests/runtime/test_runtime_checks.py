@@ -86,7 +86,8 @@ def test_definition_decorated_at_call_time_is_reported_on_its_def(main_run):
     from runtime_check.discover import static_definitions
 
     path = FIXTURES / DEFECTS
-    (inner,) = [d for d in static_definitions(path.read_text(), str(path)) if d.qualname == "outer_scale.<locals>.inner"]
+    defs = static_definitions(path.read_text(), str(path))
+    (inner,) = [d for d in defs if d.qualname == "outer_scale.<locals>.inner"]
     assert inner.line == 120  # the nested def, not AutoGraph's generated copy
     assert (finding["line"], finding["column"]) == (inner.line, inner.column)
     assert "tf.function" in finding["mode"]

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 
-
 def _one_line_error(completed) -> str:
     assert completed.returncode == 2, (completed.stdout, completed.stderr)
     lines = [ln for ln in completed.stderr.splitlines() if ln.strip()]

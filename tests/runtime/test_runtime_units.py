@@ -133,5 +133,6 @@ def test_classify_own_error_and_unrelated_error():
 
 
 def test_first_line_skips_autograph_stack():
-    text = "in user code:\n\n    File \"m.py\", line 3, in f  *\n        y = g(x)\n\n    TypeError: bad thing. More text"
+    text = ("in user code:\n\n    File \"m.py\", line 3, in f  *\n        y = g(x)\n\n"
+            "    TypeError: bad thing. More text")
     assert first_line(text) == "TypeError: bad thing."
