@@ -1,0 +1,455 @@
+"""A checked drop-in for ``tf.custom_gradient``.
+
+:func:`checked_custom_gradient` keeps TensorFlow's behaviour (it delegates to the original
+decorator, keeps ``Bind`` semantics for methods and keeps ``grad_fn``'s ``variables`` signature
+faithful so TF's own checks still fire) and adds, per call, the checks TF lacks: the pair
+returned by the forward, the upstream arity, the count, shape, dtype and tensor-ness of every
+gradient, ``None`` for floating inputs, the ``(input_grads, variable_grads)`` form and NaN/Inf.
+
+Errors TF would raise anyway are raised here first with a clearer message; silent problems are
+only recorded (in :data:`runtime_check.issues.RECORDER`), so checked code behaves as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.ops import custom_gradient as _tf_custom_gradient_module
+from tensorflow.python.util import tf_decorator, tf_inspect
+
+from .classify import classify, is_graph_only
+from .issues import RECORDER, CustomGradientCheckError, DefInfo, check_error, definition_info
+
+ORIGINAL_CUSTOM_GRADIENT = getattr(
+    _tf_custom_gradient_module.custom_gradient, "_cg_original", _tf_custom_gradient_module.custom_gradient
+)
+
+# every function decorated since install(): qualname -> (DefInfo, decorated object)
+REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
+
+# set by the pytest plugin: called after each successful eager call as hook(wrapped, args, info)
+SHADOW_HOOK: Callable[[Callable[..., Any], tuple[Any, ...], DefInfo, list[str]], None] | None = None
+
+
+def current_mode() -> str:
+    if tf.executing_eagerly():
+        return "eager"
+    return RECORDER.state.mode_label or "tf.function"
+
+
+class InputSpec:
+    """Shape/dtype of one flattened positional input as TF will see it."""
+
+    __slots__ = ("name", "shape", "dtype", "value")
+
+    def __init__(self, name: str, value: Any) -> None:
+        self.name, self.value = name, value
+        self.shape: tf.TensorShape | None = None
+        self.dtype: tf.DType | None = None
+        try:
+            if hasattr(value, "dtype") and hasattr(value, "shape"):
+                self.dtype, self.shape = tf.as_dtype(value.dtype), tf.TensorShape(value.shape)
+            elif value is not None:
+                converted = tf.convert_to_tensor(value)
+                self.dtype, self.shape = converted.dtype, converted.shape
+        except (TypeError, ValueError):
+            pass
+
+    @property
+    def floating(self) -> bool:
+        return self.dtype is not None and (self.dtype.is_floating or self.dtype.is_complex)
+
+    def describe(self) -> str:
+        return describe_type(self.dtype, self.shape)
+
+
+def describe_type(dtype: tf.DType | None, shape: tf.TensorShape | None) -> str:
+    name = dtype.name if dtype is not None else "?"
+    if shape is None or shape.rank is None:
+        return f"{name}[?]"
+    return f"{name}[{','.join('?' if d is None else str(d) for d in shape.as_list())}]"
+
+
+def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
+    """One name per flattened positional argument: the parameter name, ``x[0]`` for nested ones."""
+    try:
+        params = [
+            p for p in inspect.signature(wrapped).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    names: list[str] = []
+    for index, arg in enumerate(args):
+        if index < len(params) and params[index].kind is not inspect.Parameter.VAR_POSITIONAL:
+            base = params[index].name
+        elif params and params[-1].kind is inspect.Parameter.VAR_POSITIONAL:
+            base = f"{params[-1].name}[{index - len(params) + 1}]"
+        else:
+            base = f"arg{index}"
+        leaves = tf.nest.flatten(arg)
+        names.extend([base] if len(leaves) == 1 else [f"{base}[{i}]" for i in range(len(leaves))])
+    return names
+
+
+def variable_name(variable: Any) -> str:
+    """'kernel' for 'dense_3/kernel:0': stable across instances, so repeated probes deduplicate."""
+    return str(getattr(variable, "name", "variable")).split("/")[-1].split(":")[0]
+
+
+def _describe_value(value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    if tf.is_tensor(value):
+        return f"a single tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__}"
+
+
+def _accepts_variables(grad_fn: Callable[..., Any]) -> bool:
+    spec = tf_inspect.getfullargspec(grad_fn)
+    return "variables" in spec.args or "variables" in spec.kwonlyargs or bool(spec.varkw)
+
+
+def _all_finite(values: Sequence[Any]) -> bool:
+    for value in values:
+        if value is None or not tf.is_tensor(value):
+            continue
+        if (value.dtype.is_floating or value.dtype.is_complex) and not bool(
+            np.all(np.isfinite(np.asarray(value.numpy())))
+        ):
+            return False
+    return True
+
+
+def _is_gradient_value(value: Any) -> bool:
+    return tf.is_tensor(value) or isinstance(value, (tf.IndexedSlices, tf.__internal__.CompositeTensor))
+
+
+def _gradient_shape(value: Any) -> tf.TensorShape | None:
+    if isinstance(value, tf.IndexedSlices):
+        static = tf.get_static_value(value.dense_shape) if value.dense_shape is not None else None
+        return None if static is None else tf.TensorShape(static)
+    shape = getattr(value, "shape", None)
+    return None if shape is None else tf.TensorShape(shape)
+
+
+class _CheckedCall:
+    """State of one call of a custom-gradient function: the inputs TF recorded, the forward's outputs."""
+
+    def __init__(self, info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], mode: str) -> None:
+        self.info, self.wrapped, self.mode = info, wrapped, mode
+        self.name = info.qualname
+        names = _input_names(wrapped, args)
+        self.inputs = [InputSpec(n, v) for n, v in zip(names, tf.nest.flatten(list(args)))]
+        self.python_positionals = [
+            v for v in tf.nest.flatten(list(args)) if not tf.is_tensor(v) and not hasattr(v, "dtype")
+        ]
+        self.forward_finite = True
+        self.n_outputs = 0
+
+    def record(self, code: str, message: str, subject: str = "") -> None:
+        RECORDER.record(self.info, code, f"'{self.name}': {message}", self.mode, subject)
+
+    # -- forward ---------------------------------------------------------------------------
+
+    def forward(self, *fargs: Any, **fkwargs: Any) -> Any:
+        try:
+            out = self.wrapped(*fargs, **fkwargs)
+        except CustomGradientCheckError:
+            raise
+        except Exception as exc:
+            self._record_graph_failure(exc, "the forward")
+            raise
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            message = (
+                f"the forward must return a pair (outputs, grad_fn) but returned {_describe_value(out)}"
+            )
+            self.record("CG001", message)
+            raise check_error("CG001", f"'{self.name}': {message}")
+        result, grad_fn = out
+        if not callable(grad_fn):
+            swapped = " (swapped? the first element is callable)" if callable(result) else ""
+            message = (f"the second element returned by the forward is {type(grad_fn).__name__}, "
+                       f"not a callable grad_fn{swapped}")
+            self.record("CG001", message)
+            raise check_error("CG001", f"'{self.name}': {message}")
+        flat_result = tf.nest.flatten(result)
+        self.n_outputs = len(flat_result)
+        if self.mode == "eager":
+            self.forward_finite = _all_finite(flat_result) and _all_finite([s.value for s in self.inputs])
+        return result, self._checked_grad(grad_fn)
+
+    # -- grad --------------------------------------------------------------------------------
+
+    def _checked_grad(self, grad_fn: Callable[..., Any]) -> Callable[..., Any]:
+        # Keep the signature faithful: TF inspects it for `variables` and must raise as usual.
+        if _accepts_variables(grad_fn):
+            def checked_grad(*upstreams: Any, variables: Any = None) -> Any:
+                return self.grad(grad_fn, upstreams, variables)
+        else:
+            def checked_grad(*upstreams: Any) -> Any:  # type: ignore[misc]
+                return self.grad(grad_fn, upstreams, None)
+        checked_grad.__name__ = getattr(grad_fn, "__name__", "grad_fn")
+        return checked_grad
+
+    def grad(self, grad_fn: Callable[..., Any], upstreams: tuple[Any, ...], variables: Any) -> Any:
+        mode = current_mode()
+        self.mode = mode
+        self._check_upstream_arity(grad_fn, len(upstreams), variables is not None)
+        order: list[int] | None = None
+        passed = variables
+        if variables is not None and mode == "eager" and len(variables) >= 2:
+            # TF's eager order is arbitrary and graph order is name-sorted: hand the grad the
+            # reverse of graph order, so a positional (read-order) mistake cannot match both modes
+            # and the eager/tf.function comparison exposes it (CG007).
+            order = sorted(range(len(variables)), key=lambda i: variables[i].name, reverse=True)
+            passed = [variables[i] for i in order]
+        try:
+            out = grad_fn(*upstreams, variables=passed) if variables is not None else grad_fn(*upstreams)
+        except CustomGradientCheckError:
+            raise
+        except Exception as exc:
+            self._record_graph_failure(exc, "grad")
+            raise
+        if variables is None:
+            self._check_input_grads(out, upstreams)
+            return out
+        input_grads, var_grads = self._check_variable_form(out, len(variables))
+        if order is not None:
+            restored: list[Any] = [None] * len(variables)
+            for position, index in enumerate(order):
+                restored[index] = var_grads[position]
+            var_grads = restored
+        self._check_input_grads(input_grads, upstreams)
+        for variable, grad in zip(variables, var_grads):
+            self._check_one(grad, variable_name(variable), tf.TensorShape(variable.shape),
+                            tf.as_dtype(variable.dtype), "variable", upstreams)
+        return input_grads, var_grads
+
+    def _check_upstream_arity(self, grad_fn: Callable[..., Any], count: int, with_variables: bool) -> None:
+        try:
+            signature = inspect.signature(grad_fn)
+        except (TypeError, ValueError):
+            return
+        try:
+            signature.bind(*([None] * count), **({"variables": []} if with_variables else {}))
+        except TypeError:
+            message = (
+                f"grad_fn{signature} cannot take {count} upstream gradient(s), one per flattened output"
+            )
+            self.record("CG002", message)
+            raise check_error("CG002", f"'{self.name}': {message}") from None
+
+    def _check_variable_form(self, out: Any, n_variables: int) -> tuple[Any, list[Any]]:
+        if not isinstance(out, (tuple, list)) or len(out) != 2:
+            message = (
+                f"the forward reads {n_variables} variable(s) but grad returns {_describe_value(out)}, "
+                "not a pair (input_grads, variable_grads)"
+            )
+            self.record("CG005", message)
+            raise check_error("CG005", f"'{self.name}': {message}")
+        input_grads, var_grads = out
+        if not isinstance(var_grads, list):
+            message = (
+                f"variable gradients must be a list, one per variable, not {_describe_value(var_grads)}"
+            )
+            self.record("CG006", message)
+            raise check_error("CG006", f"'{self.name}': {message}")
+        if len(var_grads) != n_variables:
+            message = f"grad returns {len(var_grads)} variable gradient(s) for {n_variables} variable(s)"
+            self.record("CG003", message)
+            raise check_error("CG003", f"'{self.name}': {message}")
+        return input_grads, var_grads
+
+    def _check_input_grads(self, input_grads: Any, upstreams: tuple[Any, ...]) -> None:
+        flat = tf.nest.flatten(input_grads)
+        if len(flat) != len(self.inputs):
+            names = ", ".join(s.name for s in self.inputs)
+            message = f"grad returns {len(flat)} gradient(s) for {len(self.inputs)} input(s) ({names})"
+            self.record("CG003", message)
+            raise check_error("CG003", f"'{self.name}': {message}")
+        for spec, grad in zip(self.inputs, flat):
+            if grad is None:
+                if spec.floating:
+                    self.record(
+                        "CG104",
+                        f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "
+                        "the caller silently gets no gradient",
+                        spec.name,
+                    )
+                continue
+            self._check_one(grad, spec.name, spec.shape, spec.dtype, "input", upstreams)
+
+    def _check_one(self, grad: Any, name: str, shape: tf.TensorShape | None, dtype: tf.DType | None,
+                   what: str, upstreams: tuple[Any, ...]) -> None:
+        if grad is None:
+            return
+        if not _is_gradient_value(grad):
+            kind = "NumPy array" if isinstance(grad, (np.ndarray, np.generic)) else f"Python {type(grad).__name__}"
+            self.record("CG103", f"grad returns a {kind} for {what} '{name}', not a tensor", name)
+            return
+        got_shape = _gradient_shape(grad)
+        if shape is not None and got_shape is not None and not got_shape.is_compatible_with(shape):
+            self.record(
+                "CG101",
+                f"gradient for {what} '{name}' has shape {tuple(got_shape.as_list())} but the {what} has shape "
+                f"{tuple(shape.as_list())}",
+                name,
+            )
+        got_dtype = tf.as_dtype(grad.dtype)
+        if dtype is not None and (dtype.is_floating or dtype.is_complex) and got_dtype != dtype:
+            self.record(
+                "CG102", f"gradient for {what} '{name}' has dtype {got_dtype.name} but the {what} is {dtype.name}", name
+            )
+        if (
+            current_mode() == "eager"
+            and tf.is_tensor(grad)
+            and self.forward_finite
+            and _all_finite(upstreams)
+            and not _all_finite([grad])
+        ):
+            self.record("CG105", f"gradient for {what} '{name}' contains NaN/Inf where the forward is finite", name)
+
+    def _record_graph_failure(self, exc: Exception, where: str) -> None:
+        """A failure only graph mode produces (CG009-CG012) is the static rule, confirmed."""
+        if self.mode == "eager" and current_mode() == "eager":
+            return
+        found = classify(exc, self.python_positionals)
+        if found is None:
+            return
+        code, reason = found
+        if is_graph_only(code) or code in ("CG008", "CG004"):
+            RECORDER.record(
+                self.info, code,
+                f"'{self.name}': {reason.rstrip('.')} (in {where}; confirmed at runtime under {current_mode()})",
+                current_mode(),
+            )
+
+
+def checked_custom_gradient(f: Callable[..., Any] | None = None) -> Any:
+    """Drop-in for ``tf.custom_gradient`` that validates every call (see module docstring)."""
+    if f is None:
+        return lambda f: checked_custom_gradient(f=f)
+    info = definition_info(f)
+    if info.path is not None and "__autograph_generated" in info.path:
+        info = _from_autograph(info)
+    REGISTRY.setdefault(info.key, (info, f))
+
+    def decorated(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        return _checked_call(info, wrapped, args, kwargs)
+
+    result = tf_decorator.make_decorator(f, _tf_custom_gradient_module.Bind(f, decorated))
+    try:
+        result._cg_checked_definition = info
+    except AttributeError:  # pragma: no cover - make_decorator returned a read-only object
+        pass
+    return result
+
+
+checked_custom_gradient._cg_original = ORIGINAL_CUSTOM_GRADIENT  # type: ignore[attr-defined]
+
+
+_AUTOGRAPH_PREFIX = "outer_factory.<locals>.inner_factory.<locals>."
+
+
+def _from_autograph(info: DefInfo) -> DefInfo:
+    """AutoGraph re-creates nested functions in a generated file: report the user's definition."""
+    qualname = info.qualname
+    if qualname.startswith(_AUTOGRAPH_PREFIX):
+        qualname = qualname[len(_AUTOGRAPH_PREFIX):]
+    qualname = ".".join(p[4:] if p.startswith("tf__") else p for p in qualname.split("."))
+    for known, _ in REGISTRY.values():
+        if known.qualname == qualname and known.path and "__autograph_generated" not in known.path:
+            return known
+    return DefInfo(qualname, info.module, None, info.line, info.column)
+
+
+def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    RECORDER.note_call(info)
+    mode = current_mode()
+    if kwargs:
+        consequence = (
+            "the keyword tensors get no gradient, or the custom gradient is bypassed entirely"
+            if mode == "eager" else "TensorFlow raises ValueError"
+        )
+        RECORDER.record(
+            info, "CG008",
+            f"'{info.qualname}': called with keyword argument(s) {', '.join(sorted(kwargs))}; {consequence}"
+            + ("" if mode == "eager" else f" (confirmed at runtime under {mode})"),
+            mode,
+        )
+    call = _CheckedCall(info, wrapped, args, mode)
+
+    def forward(*fargs: Any, **fkwargs: Any) -> Any:
+        return call.forward(*fargs, **fkwargs)
+
+    forward.__name__ = getattr(wrapped, "__name__", "custom_gradient")
+    try:
+        result = ORIGINAL_CUSTOM_GRADIENT(forward)(*args, **kwargs)
+    except TypeError as exc:
+        if "must accept keyword argument 'variables'" in str(exc):
+            RECORDER.record(
+                info, "CG004",
+                f"'{info.qualname}': the forward reads trainable variables but grad_fn does not accept "
+                f"`variables` (confirmed at runtime, {mode})",
+                mode,
+            )
+        raise
+    hook = SHADOW_HOOK
+    if hook is not None and mode == "eager" and RECORDER.state.shadow_depth == 0:
+        # AutoGraph must not convert the re-run (it would turn the user's `if` into tf.cond).
+        again = tf.autograph.experimental.do_not_convert(lambda *a: _checked_call(info, wrapped, a, {}))
+        hook(again, args, info, _input_names(wrapped, args))
+    return result
+
+
+# -- installation ------------------------------------------------------------------------------
+
+
+def install() -> int:
+    """Put the checked decorator wherever TF's ``custom_gradient`` is reachable; returns the count.
+
+    Covers ``tf.custom_gradient``, ``tensorflow.python.ops.custom_gradient.custom_gradient`` (what
+    ``tf.recompute_grad``, ``tf.grad_pass_through`` and Keras reach internally) and every already
+    imported module holding a reference, e.g. ``from tensorflow import custom_gradient``.
+    """
+    replaced = 0
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("runtime_check"):  # our own reference to the original stays
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if value is ORIGINAL_CUSTOM_GRADIENT:
+                try:
+                    setattr(module, name, checked_custom_gradient)
+                    replaced += 1
+                except (AttributeError, TypeError):
+                    pass
+    return replaced
+
+
+def uninstall() -> None:
+    for module_name, module in list(sys.modules.items()):
+        if module_name.startswith("runtime_check"):
+            continue
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for name, value in list(namespace.items()):
+            if value is checked_custom_gradient:
+                setattr(module, name, ORIGINAL_CUSTOM_GRADIENT)
+
+
+def checked_definition(obj: Any) -> DefInfo | None:
+    """The definition behind a checked decorator object (also through staticmethod/classmethod)."""
+    for candidate in (obj, getattr(obj, "__func__", None)):
+        info = getattr(candidate, "_cg_checked_definition", None) if candidate is not None else None
+        if isinstance(info, DefInfo):
+            return info
+    return None

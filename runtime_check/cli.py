@@ -1,0 +1,155 @@
+"""``runtime-check TARGET ...``: run custom gradients eagerly and under tf.function.
+
+Exit codes (as cg-lint's): 0 clean, 1 findings, 2 usage or internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from . import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_ERROR, f"runtime-check: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="runtime-check", description=(
+        "Run TensorFlow custom gradients eagerly and under tf.function and check arity, shape, dtype, "
+        "variables, NaN/Inf and eager/graph agreement."))
+    parser.add_argument("targets", nargs="+", metavar="TARGET", help="a file, a folder or a dotted module name")
+    parser.add_argument("--format", choices=("text", "concise", "json"), default="text",
+                        help="output format (default: text, with a summary table)")
+    parser.add_argument("--only-flagged", action="store_true",
+                        help="check only the functions cg-lint flags")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                        help="per-function time limit (default 60, or [tool.cg_lint.runtime] timeout)")
+    parser.add_argument("--jit", action="store_true", default=None, help="trace with tf.function(jit_compile=True)")
+    parser.add_argument("--numeric", action="store_true", default=None,
+                        help="also compare with a numerical gradient in float64 (for exact gradients)")
+    parser.add_argument("--zero-upstream", action="store_true", default=None,
+                        help="also check that grad returns zeros for a zero upstream")
+    parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
+    parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
+    parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint.runtime] from this file")
+    parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("runtime-check: interrupted\n")
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import runner, specs
+    from .report import describe_inputs, format_findings, is_failure, sort_findings, summary_table, to_finding
+    from .targets import TargetError, expand
+
+    if args.timeout is not None and args.timeout <= 0:
+        return _error("--timeout must be a positive number of seconds")
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return _error("--plot needs matplotlib; install it with: pip install 'cg-lint[plot]'")
+    try:
+        config_path = Path(args.config) if args.config else specs.find_pyproject(Path.cwd())
+        if args.config and not Path(args.config).is_file():
+            return _error(f"{args.config}: no such file")
+        config = specs.load(config_path)
+    except specs.SpecError as exc:
+        return _error(str(exc), prefix=False)
+    try:
+        units = expand(args.targets)
+    except TargetError as exc:
+        return _error(str(exc), prefix=False)
+
+    only = None
+    if args.only_flagged:
+        only, message = _flagged(units)
+        if message:
+            return _error(message)
+    options = {
+        "jit": bool(args.jit if args.jit is not None else config.jit),
+        "numeric": bool(args.numeric if args.numeric is not None else config.numeric),
+        "zero_upstream": bool(args.zero_upstream if args.zero_upstream is not None else config.zero_upstream),
+        "magnitudes": config.magnitudes and not args.no_magnitudes,
+    }
+    timeout = args.timeout or config.timeout
+    if not units:
+        if args.format == "json":
+            print("[]")
+        return EXIT_CLEAN
+    result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
+                        progress=runner.Progress())
+    for line in result.errors:
+        sys.stderr.write(line + "\n")
+    raw = list(result.findings)
+    for entry in result.entries.values():
+        raw.extend(entry.findings)
+    findings = sort_findings(to_finding(item) for item in raw)
+    output = format_findings(findings, args.format)
+    if output:
+        print(output)
+    if args.format == "text" and result.entries:
+        rows = []
+        for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
+            failing = [f for f in entry.findings if f["code"] != "CG130"]
+            status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs"}.get(entry.status)
+            if status is None:
+                status = f"{len(failing)} finding(s)" if failing else "ok"
+            rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
+        print()
+        print(summary_table(rows))
+        failures = sum(1 for f in findings if is_failure(f))
+        print(f"\n{len(result.entries)} function(s) checked, {failures} finding(s)")
+    if result.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if any(is_failure(f) for f in findings) else EXIT_CLEAN
+
+
+def _short_path(path: str) -> str:
+    import os
+
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _flagged(units: list) -> tuple[dict[str, list[str]] | None, str | None]:
+    """Qualnames cg-lint flags, per unit index; needs the linter's public API."""
+    try:
+        from cg_lint.api import lint_source
+    except ImportError:
+        return None, "--only-flagged needs cg_lint.api (lint_source), which this installation lacks"
+    flagged: dict[str, list[str]] = {}
+    for index, unit in enumerate(units):
+        if unit.path is None:
+            return None, f"--only-flagged needs file or folder targets, not the module name '{unit.module}'"
+        source = Path(unit.path).read_text(encoding="utf-8", errors="replace")
+        findings, error = lint_source(source, unit.path)
+        flagged[str(index)] = sorted({f.function for f in findings if f.function})
+    return flagged, None
+
+
+def _error(message: str, prefix: bool = True) -> int:
+    sys.stderr.write(f"runtime-check: error: {message}\n" if prefix else f"{message}\n")
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

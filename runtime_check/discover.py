@@ -1,0 +1,284 @@
+"""Find the custom gradients of an imported module and how to call them (the *entries*).
+
+Definitions come from cg-lint's model (``cg_lint.api.find_custom_gradients``) when available, from
+a small ``ast`` scan otherwise, and from the checked decorator's registry (anything decorated at
+import time). An entry is what the worker calls: the decorated function itself, a bound method of
+a fresh instance, a Keras layer instance, or the module-level function/method that decorates a
+custom gradient at call time (``outer.<locals>.inner`` is exercised through ``outer``).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Callable
+
+from .issues import DefInfo
+
+KINDS_AT_CALL_TIME = frozenset({"nested", "lambda", "call"})
+
+
+@dataclass(frozen=True)
+class StaticDef:
+    """cg-lint's ``Definition``, or the fallback scan's equivalent."""
+
+    name: str
+    qualname: str
+    line: int
+    column: int
+    kind: str
+    inputs: tuple[str, ...] = ()
+    has_varargs: bool = False
+
+
+def linter_api() -> Any | None:
+    try:
+        from cg_lint import api
+    except ImportError:
+        return None
+    return api if hasattr(api, "find_custom_gradients") else None
+
+
+def static_definitions(source: str, path: str) -> list[StaticDef]:
+    """cg-lint's definitions, plus what the small scan adds (callers of ``tf.recompute_grad`` ...)."""
+    scanned = ast_definitions(source)
+    api = linter_api()
+    if api is None:
+        return scanned
+    try:
+        defs = [
+            StaticDef(d.name, d.qualname, d.line, d.column, d.kind, tuple(d.inputs), bool(d.has_varargs))
+            for d in api.find_custom_gradients(source, path)
+        ]
+    except Exception:  # a linter bug must not stop the runtime check; the scan still works
+        return scanned
+    known = {d.qualname for d in defs}
+    return defs + [d for d in scanned if d.qualname not in known]
+
+
+@functools.lru_cache(maxsize=256)
+def _definitions_in_file(path: str) -> dict[str, StaticDef]:
+    try:
+        source = open(path, encoding="utf-8").read()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    return {d.qualname: d for d in static_definitions(source, path)}
+
+
+def static_location(path: str | None, qualname: str) -> tuple[int, int] | None:
+    """(line, column) the linter uses for this definition, so both tools point at the same place."""
+    if path is None:
+        return None
+    found = _definitions_in_file(path).get(qualname)
+    return None if found is None else (found.line, found.column)
+
+
+# -- fallback: a small ast scan ----------------------------------------------------------------------
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+# TF's own helpers that build a custom gradient when called: their callers are exercised too.
+CUSTOM_GRADIENT_BUILDERS = frozenset({"custom_gradient", "recompute_grad", "grad_pass_through"})
+
+
+def _is_custom_gradient(node: ast.AST) -> bool:
+    return _dotted(node).split(".")[-1] in CUSTOM_GRADIENT_BUILDERS
+
+
+def _inputs(args: ast.arguments, drop_first: bool) -> tuple[tuple[str, ...], bool]:
+    names = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if drop_first and names:
+        names = names[1:]
+    return tuple(names), args.vararg is not None
+
+
+def ast_definitions(source: str) -> list[StaticDef]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found: list[StaticDef] = []
+
+    def visit(body: list[ast.stmt], prefix: str, scope: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                qualname = f"{prefix}{node.name}"
+                decorators = [_dotted(d).split(".")[-1] for d in node.decorator_list]
+                if any(_is_custom_gradient(d) for d in node.decorator_list):
+                    if scope == "class":
+                        kind = ("staticmethod" if "staticmethod" in decorators
+                                else "classmethod" if "classmethod" in decorators else "method")
+                    else:
+                        kind = "nested" if scope == "function" else "function"
+                    inputs, varargs = _inputs(node.args, kind in ("method", "classmethod"))
+                    found.append(StaticDef(node.name, qualname, node.lineno, node.col_offset + 1, kind, inputs,
+                                           varargs))
+                visit(node.body, f"{qualname}.<locals>.", "function")
+            elif isinstance(node, ast.ClassDef):
+                visit(node.body, f"{prefix}{node.name}.", "class")
+            else:
+                for sub in ast.walk(node):
+                    direct = isinstance(sub, ast.Call) and not isinstance(sub.func, ast.Call)
+                    if direct and _is_custom_gradient(sub.func) and sub.args:
+                        target = getattr(node, "targets", [None])[0] if isinstance(node, ast.Assign) else None
+                        name = target.id if isinstance(target, ast.Name) else _dotted(sub.args[0]) or "<lambda>"
+                        kind = "call" if scope != "function" else "nested"
+                        if isinstance(sub.args[0], ast.Lambda):
+                            inputs, varargs = _inputs(sub.args[0].args, False)
+                            kind = "lambda" if scope == "function" else "call"
+                        else:
+                            inputs, varargs = (), False
+                        found.append(StaticDef(name, f"{prefix}{name}", sub.lineno, sub.col_offset + 1, kind, inputs,
+                                               varargs))
+
+    visit(tree.body, "", "module")
+    return found
+
+
+# -- entries -------------------------------------------------------------------------------------------
+
+
+class CannotCall(Exception):
+    """The entry cannot be called without information the user has to give (reported as CG130)."""
+
+
+@dataclass
+class Entry:
+    qualname: str
+    location: DefInfo
+    make: Callable[[], Callable[..., Any]]
+    names: list[str]
+    problem: str | None = None
+    definitions: list[StaticDef] = field(default_factory=list)
+
+
+def _is_keras_layer(cls: type) -> bool:
+    for base in inspect.getmro(cls):
+        if base.__name__ == "Layer" and base.__module__.startswith(("keras", "tf_keras", "tensorflow")):
+            return True
+    return False
+
+
+def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return [], True
+    required = [p.name for p in params
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+    varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+    return required, varargs
+
+
+def make_instance(cls: type, init: dict[str, Any]) -> Any:
+    required, _ = _required_positional(cls.__init__)
+    missing = [name for name in required[1:] if name not in init]
+    if missing:
+        raise CannotCall(f"cannot construct {cls.__name__}: __init__ requires {', '.join(missing)} "
+                         "(declare `init` for it in [tool.cg_lint.runtime])")
+    return cls(**init)
+
+
+def _resolve(module: ModuleType, dotted: str) -> Any:
+    obj: Any = module
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dict[str, dict[str, Any]]) -> list[Entry]:
+    """One entry per distinct top-level callable; unresolvable definitions become problem entries."""
+    from .checked import checked_definition
+
+    entries: dict[str, Entry] = {}
+
+    def location(d: StaticDef) -> DefInfo:
+        return DefInfo(d.qualname, module.__name__, path, d.line, d.column)
+
+    def add(qualname: str, loc: DefInfo, make: Callable[[], Callable[..., Any]], names: list[str],
+            d: StaticDef | None = None, problem: str | None = None) -> None:
+        entry = entries.get(qualname)
+        if entry is None:
+            entry = entries[qualname] = Entry(qualname, loc, make, names, problem)
+        if d is not None:
+            entry.definitions.append(d)
+
+    def unusable(qualname: str, loc: DefInfo, why: str, d: StaticDef | None = None) -> None:
+        def fail() -> Callable[..., Any]:
+            raise CannotCall(why)
+        add(qualname, loc, fail, [], d, why)
+
+    def add_target(top: str, loc: DefInfo, d: StaticDef | None) -> None:
+        parts = top.split(".")
+        try:
+            owner = _resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else module
+            if isinstance(owner, type):
+                member = inspect.getattr_static(owner, parts[-1])
+            else:
+                member = getattr(owner, parts[-1])
+        except AttributeError:
+            unusable(top, loc, f"'{top}' is not reachable as a module attribute", d)
+            return
+        if isinstance(owner, type):
+            cls = owner
+            init = inits.get(".".join(parts[:-1]), {})
+            if isinstance(member, (staticmethod, classmethod)):
+                bound = getattr(cls, parts[-1])
+                names, varargs = _required_positional(bound)
+                add(top, loc, lambda: bound, names or (["x"] if varargs else []), d)
+            elif _is_keras_layer(cls):
+                layer_name = ".".join(parts[:-1])
+                names, _ = _required_positional(cls.call)
+                add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
+            else:
+                names, varargs = _required_positional(member)
+                method = parts[-1]
+                add(top, loc, lambda: getattr(make_instance(cls, init), method),
+                    names[1:] or (["x"] if varargs else []), d)
+            return
+        if isinstance(member, type):
+            init = inits.get(top, {})
+            if _is_keras_layer(member):
+                names, _ = _required_positional(member.call)
+                add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
+            elif callable(getattr(member, "__call__", None)):
+                names, _ = _required_positional(member.__call__)
+                add(top, loc, lambda: make_instance(member, init), names[1:], d)
+            return
+        if callable(member):
+            names, varargs = _required_positional(member)
+            if not names and varargs:
+                names = list(d.inputs) if d is not None and d.inputs else ["x"]
+            add(top, loc, lambda: member, names, d)
+
+    for d in sorted(defs, key=lambda d: (d.line, d.column)):
+        top = d.qualname.split(".<locals>")[0]
+        add_target(top, location(d), d)
+
+    # Anything decorated at import time that the source scan missed (generated code, aliases).
+    for name, value in list(vars(module).items()):
+        info = checked_definition(value)
+        if info is not None and info.path == path and name not in entries:
+            add_target(name, info, None)
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            for member_name, member in vars(value).items():
+                info = checked_definition(member)
+                qualname = f"{name}.{member_name}"
+                if info is not None and qualname not in entries and name not in entries:
+                    add_target(qualname, info, None)
+    for entry in entries.values():
+        if not entry.names and entry.problem is None:
+            entry.problem = f"'{entry.qualname}' takes no positional inputs to probe"
+    return list(entries.values())

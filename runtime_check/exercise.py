@@ -1,0 +1,363 @@
+"""Run one callable on one set of inputs, eagerly and under ``tf.function``, and compare.
+
+The checked decorator does the per-call checks (it is active in both modes); this module adds
+what needs both runs or extra calls: probe acceptance, graph-only failures escaping the traced
+function, NaN/Inf in traced gradients, eager vs ``tf.function`` agreement (which exposes
+variable gradients listed by position), magnitude probes, and the opt-in numerical gradient and
+zero-upstream checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from .checked import variable_name
+from .classify import classify, first_line
+from .issues import RECORDER, DefInfo, labels
+from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
+
+
+@dataclass
+class Options:
+    jit: bool = False
+    numeric: bool = False
+    zero_upstream: bool = False
+    magnitudes: bool = True
+
+
+class Rejected(Exception):
+    """The callable does not accept this input (not a defect: try the next one)."""
+
+
+@dataclass
+class Run:
+    outputs: list[np.ndarray]
+    grads: list[np.ndarray | None]
+    names: list[str]  # one per gradient: input names, then variable names
+    n_inputs: int
+
+
+@dataclass
+class Outcome:
+    used: list[str] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+
+
+def _to_numpy(value: Any) -> np.ndarray | None:
+    if value is None:
+        return None
+    if isinstance(value, tf.IndexedSlices):
+        value = tf.convert_to_tensor(value)
+    return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
+
+
+def _is_float_array(value: Any) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind in "fc"
+
+
+def _upstream(output: np.ndarray, index: int, zero: bool = False) -> np.ndarray:
+    if zero:
+        return np.zeros_like(output)
+    k = np.arange(output.size, dtype=np.float64).reshape(output.shape)
+    return (0.6 + 0.3 * ((k + index) % 3)).astype(output.dtype)  # not all ones
+
+
+def _floating(result: Any) -> list[Any]:
+    return [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
+
+
+def _finite(arrays: Sequence[np.ndarray | None]) -> bool:
+    return all(a is None or a.dtype.kind not in "fc" or bool(np.all(np.isfinite(a))) for a in arrays)
+
+
+class Exerciser:
+    """Probe one entry (a function, a bound method, a layer) with a sequence of input sets."""
+
+    def __init__(self, make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], entry: DefInfo,
+                 options: Options) -> None:
+        self.make_callable, self.names, self.entry, self.options = make_callable, list(names), entry, options
+
+    # -- attribution ---------------------------------------------------------------------------
+
+    def target(self) -> DefInfo:
+        """Findings of the whole run go on the custom gradient it called, if there was exactly one."""
+        called = list(RECORDER.calls.values())
+        return called[0] if len(called) == 1 else self.entry
+
+    def record(self, code: str, message: str, mode: str, subject: str = "") -> None:
+        target = self.target()
+        RECORDER.record(target, code, f"'{target.qualname}': {message}", mode, subject)
+
+    # -- single runs ------------------------------------------------------------------------------
+
+    def _call_args(self, inputs: InputSet) -> list[Any]:
+        return [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in inputs.args]
+
+    def eager(self, fn: Callable[..., Any], inputs: InputSet, zero_upstream: bool = False) -> Run:
+        args = self._call_args(inputs)
+        watched = [a for a in args if tf.is_tensor(a) and (a.dtype.is_floating or a.dtype.is_complex)]
+        calls_before = RECORDER.call_count
+        with tf.GradientTape() as tape:
+            for tensor in watched:
+                tape.watch(tensor)
+            try:
+                result = fn(*args)
+            except Exception as exc:
+                raise _Failed("forward", exc) from exc
+        if RECORDER.call_count == calls_before:
+            raise Rejected("no custom-gradient function was called")
+        outputs = _floating(result)
+        if not outputs:
+            raise Rejected("no floating-point output")
+        variables = [
+            v for v in tape.watched_variables() if v.trainable and not any(v is a for a in args)
+        ]
+        upstream = [_upstream(o.numpy(), i, zero_upstream) for i, o in enumerate(outputs)]
+        try:
+            grads = tape.gradient(outputs, watched + variables, output_gradients=upstream)
+        except Exception as exc:
+            raise _Failed("gradient", exc) from exc
+        self._variables = variables
+        self._upstream = upstream
+        names = [n for n, a in zip(self.names, args) if any(a is w for w in watched)]
+        return Run([o.numpy() for o in outputs], [_to_numpy(g) for g in grads],
+                   names + [variable_name(v) for v in variables], len(watched))
+
+    def traced(self, fn: Callable[..., Any], inputs: InputSet) -> Run:
+        args = self._call_args(inputs)
+        positions = [i for i, a in enumerate(args) if tf.is_tensor(a)]
+        watched_positions = [i for i in positions if args[i].dtype.is_floating or args[i].dtype.is_complex]
+        variables, upstream = self._variables, self._upstream
+
+        def body(*tensors: Any) -> Any:
+            call_args = list(args)  # Python values stay Python values: graph mode converts them
+            for i, t in zip(positions, tensors):
+                call_args[i] = t
+            watched = [call_args[i] for i in watched_positions]
+            with tf.GradientTape() as tape:
+                for tensor in watched:
+                    tape.watch(tensor)
+                result = fn(*call_args)
+            outputs = _floating(result)
+            grads = tape.gradient(outputs, watched + variables, output_gradients=upstream[: len(outputs)])
+            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+            return outputs, grads
+
+        function = tf.function(body, jit_compile=self.options.jit or None, reduce_retracing=False)
+        try:
+            outputs, grads = function(*[args[i] for i in positions])
+        except Exception as exc:
+            raise _Failed("tf.function", exc) from exc
+        names = [self.names[i] if i < len(self.names) else f"arg{i}" for i in watched_positions]
+        return Run([o.numpy() for o in outputs], [_to_numpy(g) for g in grads],
+                   names + [variable_name(v) for v in variables], len(watched_positions))
+
+    # -- one input set -----------------------------------------------------------------------------
+
+    def run_set(self, inputs: InputSet, outcome: Outcome) -> bool:
+        """True when the input was accepted (checked in both modes)."""
+        graph_mode = "tf.function(jit_compile=True)" if self.options.jit else "tf.function"
+        from .discover import CannotCall
+
+        try:
+            fn = self.make_callable()
+        except CannotCall:
+            raise
+        except Exception as exc:
+            outcome.rejected.append(f"{inputs.label}: setting up the call raised {type(exc).__name__}: "
+                                    f"{first_line(str(exc))}")
+            return False
+        python_args = [a for a in inputs.args if not isinstance(a, np.ndarray)]
+        with labels(mode="eager", inputs=inputs.label):
+            try:
+                eager = self.eager(fn, inputs)
+            except Rejected as why:
+                outcome.rejected.append(f"{inputs.label}: {why}")
+                return False
+            except _Failed as failure:
+                found = classify(failure.exc, python_args)
+                if found is None:
+                    outcome.rejected.append(f"{inputs.label}: {failure.where} raised "
+                                            f"{type(failure.exc).__name__}: {first_line(str(failure.exc))}")
+                    return False
+                self._record_found(found, "eager")
+                eager = None
+        outcome.used.append(inputs.label)
+        if eager is None:
+            self._variables, self._upstream = [], []
+            with labels(mode=graph_mode, inputs=inputs.label):
+                try:
+                    self.traced(fn, inputs)
+                except _Failed as failure:
+                    found = classify(failure.exc, python_args)
+                    if found is not None:
+                        self._record_found(found, graph_mode)
+                except Exception:
+                    pass
+            return True
+        with labels(mode=graph_mode, inputs=inputs.label):
+            try:
+                graph = self.traced(fn, inputs)
+            except _Failed as failure:
+                found = classify(failure.exc, python_args)
+                if found is not None:
+                    self._record_found(found, graph_mode)
+                else:
+                    self.record("CG106", f"works eagerly but fails under {graph_mode}: "
+                                f"{type(failure.exc).__name__}: {first_line(str(failure.exc))}", graph_mode)
+                return True
+            self._compare(eager, graph, graph_mode)
+            if _finite(graph.outputs) and _finite([a for a in inputs.args if isinstance(a, np.ndarray)]) \
+                    and not _finite(graph.grads):
+                bad = next(n for n, g in zip(graph.names, graph.grads) if not _finite([g]))
+                self.record("CG105", f"gradient for '{bad}' contains NaN/Inf where the forward is finite",
+                            graph_mode, bad)
+        return True
+
+    def _record_found(self, found: tuple[str, str], mode: str) -> None:
+        code, reason = found
+        if not RECORDER.has((code,)):
+            confirmed = "" if mode == "eager" else f" (confirmed at runtime under {mode})"
+            self.record(code, f"{reason}{confirmed}", mode)
+
+    def _compare(self, eager: Run, graph: Run, graph_mode: str) -> None:
+        float64 = all(g is None or g.dtype != np.float32 for g in eager.grads)
+        rtol, atol = (1e-7, 1e-9) if float64 else (2e-4, 1e-5)
+        if self.options.jit:
+            rtol, atol = max(rtol, 1e-3), max(atol, 1e-4)
+        differing = []
+        for index, (a, b) in enumerate(zip(eager.grads, graph.grads)):
+            if (a is None) != (b is None):
+                differing.append((index, "None" if a is None else "a tensor", "None" if b is None else "a tensor"))
+            elif a is not None and (a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
+                differing.append((index, _brief(a), _brief(b)))
+        if not differing:
+            return
+        first_index, in_eager, in_graph = differing[0]
+        name = eager.names[first_index]
+        if all(i >= eager.n_inputs for i, _, _ in differing) and len(eager.names) - eager.n_inputs >= 2:
+            self.record(
+                "CG007",
+                f"variable gradients differ between eager and {graph_mode} ('{name}': {in_eager} vs {in_graph}): "
+                "they are listed by position, but the order of `variables` is arbitrary; match them by identity "
+                "(confirmed at runtime)",
+                f"eager, {graph_mode}",
+            )
+        else:
+            self.record("CG106", f"eager and {graph_mode} gradients differ for '{name}': {in_eager} vs {in_graph}",
+                        f"eager, {graph_mode}", name)
+
+    # -- extra probes ------------------------------------------------------------------------------
+
+    def magnitude_probes(self, accepted: InputSet) -> None:
+        for value in MAGNITUDES:
+            probe = with_magnitude(accepted, self.names, value)
+            with labels(mode="eager", inputs=probe.label):
+                try:
+                    self.eager(self.make_callable(), probe)
+                except Exception:
+                    continue
+
+    def numeric_check(self, accepted: InputSet) -> None:
+        probe = as_float64(accepted, self.names)
+        fn = self.make_callable()
+        with labels(mode="eager", inputs=probe.label):
+            try:
+                run = self.eager(fn, probe)
+            except Exception:
+                return
+            arrays = [a for a in probe.args if _is_float_array(a)]
+            rng = np.random.default_rng(7)
+            directions = [rng.standard_normal(a.shape) for a in arrays]
+            analytic = sum(float(np.sum(g * d)) for g, d in zip(run.grads[: run.n_inputs], directions) if g is not None)
+            scale = max([1.0] + [float(np.max(np.abs(a))) for a in arrays if a.size])
+            step = 1e-6 * scale
+
+            def weighted_output(sign: float) -> float:
+                moved, k = [], 0
+                for a in probe.args:
+                    if _is_float_array(a):
+                        moved.append(tf.constant(a + sign * step * directions[k]))
+                        k += 1
+                    else:
+                        moved.append(a)
+                result = fn(*moved)
+                outputs = [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and t.dtype.is_floating]
+                return sum(float(np.sum(o.numpy() * u)) for o, u in zip(outputs, self._upstream))
+
+            try:
+                numeric = (weighted_output(1.0) - weighted_output(-1.0)) / (2 * step)
+            except Exception:
+                return
+            if not np.isfinite(numeric) or not np.isfinite(analytic):
+                return
+            if abs(analytic - numeric) > 1e-5 + 1e-4 * max(abs(numeric), abs(analytic)):
+                self.record("CG107", f"custom gradient disagrees with the numerical gradient on {probe.label}: "
+                            f"directional derivative {analytic:.6g} vs numerical {numeric:.6g}", "eager")
+
+    def zero_upstream_check(self, accepted: InputSet) -> None:
+        with labels(mode="eager", inputs=accepted.label):
+            try:
+                run = self.eager(self.make_callable(), accepted, zero_upstream=True)
+            except Exception:
+                return
+        for name, grad in zip(run.names, run.grads):
+            if grad is not None and np.any(grad != 0):
+                self.record("CG108", f"with a zero upstream gradient, grad still returns non-zero values for '{name}' "
+                            "(it does not multiply by its upstream)", "eager", name)
+                return
+
+    # -- the whole entry ---------------------------------------------------------------------------
+
+    def run(self, input_sets: Sequence[InputSet]) -> Outcome:
+        outcome = Outcome()
+        first_accepted: InputSet | None = None
+        for inputs in input_sets:
+            if self.run_set(inputs, outcome) and first_accepted is None:
+                first_accepted = inputs
+            if RECORDER.has(("CG001", "CG002", "CG004", "CG005", "CG006")):
+                break  # the contract is broken for every input; more probes only repeat it
+        if first_accepted is not None:
+            if self.options.magnitudes:
+                self.magnitude_probes(first_accepted)
+            if self.options.numeric:
+                self.numeric_check(first_accepted)
+            if self.options.zero_upstream:
+                self.zero_upstream_check(first_accepted)
+        return outcome
+
+
+class _Failed(Exception):
+    def __init__(self, where: str, exc: BaseException) -> None:
+        super().__init__(where)
+        self.where, self.exc = where, exc
+
+
+def _brief(array: np.ndarray) -> str:
+    flat = np.asarray(array).ravel()
+    shown = np.array2string(flat[:4], precision=4, separator=", ")
+    return shown[:-1] + ", ...]" if flat.size > 4 else shown
+
+
+def shadow_check(decorated: Callable[..., Any], args: tuple[Any, ...], info: DefInfo, names: Sequence[str],
+                 options: Options) -> None:
+    """For the pytest plugin: re-run one real eager call eagerly and traced, and compare."""
+    if not all((tf.is_tensor(a) and not isinstance(a, tf.Variable)) or isinstance(a, (int, float, bool, np.ndarray))
+               for a in args):
+        return  # nested, variable or exotic arguments: the real call itself was checked already
+    from .probes import label_for
+
+    # Copies as new constants: an outer tape of the user's test does not watch them, so the
+    # re-run leaves the user's gradients alone.
+    arrays = [np.asarray(a.numpy()) if tf.is_tensor(a) else a for a in args]
+    names = list(names)[: len(arrays)] + [f"arg{i}" for i in range(len(names), len(arrays))]
+    exerciser = Exerciser(lambda: decorated, names, info, Options(jit=options.jit, magnitudes=False))
+    RECORDER.state.shadow_depth += 1
+    try:
+        exerciser.run_set(InputSet(arrays, label_for(names, arrays), "call"), Outcome())
+    finally:
+        RECORDER.state.shadow_depth -= 1

@@ -1,0 +1,184 @@
+"""What a check records (an :class:`Issue`) and where it records it (the :class:`Recorder`).
+
+Kept free of TensorFlow so the parent process and the pytest plugin can import it cheaply.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+# Codes of the runtime checks; static codes (CG001-CG012) are the linter's.
+INFO_CODES = frozenset({"CG130"})
+
+_CODE_IN_MESSAGE = re.compile(r"\b(CG\d{3}): ")
+
+
+class CustomGradientCheckError(Exception):
+    """Raised by the checked decorator where TensorFlow would fail anyway, with a clearer message.
+
+    It derives directly from ``Exception`` and keeps ``Exception.__init__``: AutoGraph re-creates
+    exceptions raised inside ``tf.function`` and keeps the type only for such classes. The code
+    therefore travels in the message (``"CG003: ..."``), not in an attribute.
+    """
+
+
+def check_error(code: str, message: str) -> CustomGradientCheckError:
+    return CustomGradientCheckError(f"{code}: {message}")
+
+
+def code_of_check_error(exc: BaseException) -> str | None:
+    if not isinstance(exc, CustomGradientCheckError):
+        return None
+    match = _CODE_IN_MESSAGE.search(str(exc))
+    return match.group(1) if match else None
+
+
+def check_error_detail(exc: BaseException) -> str:
+    """The checker's own sentence, without AutoGraph's 'in user code:' preamble."""
+    text = str(exc)
+    match = _CODE_IN_MESSAGE.search(text)
+    if not match:
+        return text.strip().splitlines()[-1] if text.strip() else type(exc).__name__
+    return text[match.end():].strip().splitlines()[0]
+
+
+@dataclass(frozen=True)
+class DefInfo:
+    """Where a custom-gradient function is defined: enough to report a finding on it."""
+
+    qualname: str
+    module: str
+    path: str | None
+    line: int
+    column: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.path}:{self.line}:{self.qualname}"
+
+
+def definition_info(func: Callable[..., Any]) -> DefInfo:
+    """Locate ``func``'s ``def`` (or ``lambda``) line, skipping decorator lines."""
+    raw = getattr(func, "__func__", func)  # staticmethod / classmethod objects
+    code = getattr(raw, "__code__", None)
+    qualname = getattr(raw, "__qualname__", None) or getattr(raw, "__name__", None) or repr(raw)
+    module = getattr(raw, "__module__", None) or "?"
+    if code is None:
+        return DefInfo(qualname, module, None, 1, 1)
+    path = code.co_filename
+    line = code.co_firstlineno
+    column = 1
+    # co_firstlineno is the first decorator's line; findings go on the def line like cg-lint's.
+    for offset in range(0, 50):
+        text = linecache.getline(path, line + offset)
+        if not text:
+            break
+        stripped = text.lstrip()
+        if stripped.startswith("@") or not stripped.strip() or stripped.startswith("#"):
+            continue
+        for keyword in ("async def ", "def ", "lambda"):
+            at = text.find(keyword)
+            if at >= 0:
+                line, column = line + offset, at + 1
+                break
+        break
+    return DefInfo(qualname, module, path, line, column)
+
+
+@dataclass
+class Issue:
+    """One problem seen at runtime, before it becomes a :class:`cg_lint.findings.Finding`."""
+
+    definition: DefInfo
+    code: str
+    message: str
+    mode: str
+    # what the issue is about: an input or variable name, "" for the function as a whole
+    subject: str = ""
+    inputs: str = ""
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.definition.key, self.code, self.subject)
+
+
+@dataclass
+class _ThreadState(threading.local):
+    mode_label: str | None = None
+    inputs_label: str = ""
+    shadow_depth: int = 0
+
+
+@dataclass
+class Recorder:
+    """Collects issues from every checked call; thread-safe, deduplicated by (function, code, subject)."""
+
+    issues: list[Issue] = field(default_factory=list)
+    calls: dict[str, DefInfo] = field(default_factory=dict)
+    call_count: int = 0
+    _seen: dict[tuple[str, str, str], Issue] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    state: _ThreadState = field(default_factory=_ThreadState)
+
+    def record(self, definition: DefInfo, code: str, message: str, mode: str, subject: str = "") -> None:
+        issue = Issue(definition, code, message, mode, subject, self.state.inputs_label)
+        with self._lock:
+            earlier = self._seen.get(issue.key())
+            if earlier is not None:
+                modes = earlier.mode.split(", ")
+                modes += [m for m in mode.split(", ") if m not in modes]
+                earlier.mode = ", ".join(modes)
+                return
+            self._seen[issue.key()] = issue
+            self.issues.append(issue)
+
+    def note_call(self, definition: DefInfo) -> None:
+        with self._lock:
+            self.call_count += 1
+            self.calls.setdefault(definition.key, definition)
+
+    def drain(self) -> tuple[list[Issue], list[DefInfo]]:
+        """Everything recorded since the last drain (per probed function)."""
+        with self._lock:
+            issues, calls = self.issues, list(self.calls.values())
+            self.issues, self.calls, self._seen = [], {}, {}
+        return issues, calls
+
+    def has(self, code_prefixes: tuple[str, ...]) -> bool:
+        with self._lock:
+            return any(i.code.startswith(code_prefixes) for i in self.issues)
+
+    def snapshot_count(self) -> int:
+        with self._lock:
+            return len(self.issues)
+
+
+RECORDER = Recorder()
+
+
+class labels:
+    """Context manager setting the mode/inputs labels the checked decorator attaches to issues."""
+
+    def __init__(self, mode: str | None = None, inputs: str | None = None) -> None:
+        self._mode, self._inputs = mode, inputs
+        self._saved: tuple[str | None, str] = (None, "")
+
+    def __enter__(self) -> None:
+        state = RECORDER.state
+        self._saved = (state.mode_label, state.inputs_label)
+        if self._mode is not None:
+            state.mode_label = self._mode
+        if self._inputs is not None:
+            state.inputs_label = self._inputs
+
+    def __exit__(self, *exc: object) -> None:
+        RECORDER.state.mode_label, RECORDER.state.inputs_label = self._saved
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    for line in text.splitlines():
+        if line.strip():
+            yield line.strip()

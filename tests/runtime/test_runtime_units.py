@@ -1,0 +1,138 @@
+"""Parts that need no TensorFlow: config schema, formats, targets, error classification."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cg_lint.findings import Finding
+from runtime_check import specs
+from runtime_check.classify import classify, first_line
+from runtime_check.issues import check_error
+from runtime_check.report import format_findings, summary_table
+from runtime_check.targets import TargetError, expand
+
+
+def test_spec_schema_accepts_documented_example():
+    config = specs.parse({
+        "timeout": 30, "jit": True, "zero-upstream": True,
+        "functions": {
+            "pkg.mod:Cls.method": {"inputs": [{"shape": [4, 3], "dtype": "float32"}, {"value": 2}],
+                                   "init": {"units": 4}},
+            "pkg.mod:f": {"cases": [[{"shape": [3]}], [{"shape": [2, 3], "dtype": "float64"}]]},
+        },
+    }, "pyproject.toml")
+    assert config.timeout == 30 and config.jit and config.zero_upstream and not config.numeric
+    assert config.functions["pkg.mod:Cls.method"]["init"] == {"units": 4}
+    assert len(config.functions["pkg.mod:f"]["cases"]) == 2
+
+
+@pytest.mark.parametrize("section, message", [
+    ({"timeout": -1}, "timeout must be a positive number"),
+    ({"functions": {"f": {}}}, 'name functions as "package.module:qualname"'),
+    ({"functions": {"m:f": {"input": []}}}, "unknown key 'tool.cg_lint.runtime.functions.\"m:f\".input'"),
+    ({"functions": {"m:f": {"inputs": [{"shape": [3], "dtyp": "float32"}]}}},
+     "unknown key 'tool.cg_lint.runtime.functions.\"m:f\".inputs[0].dtyp'"),
+    ({"functions": {"m:f": {"inputs": [{"dtype": "float128"}]}}}, "dtype 'float128' is not one of"),
+    ({"functions": {"m:f": {"inputs": [{"shape": [-1]}]}}}, "shape must be a list of non-negative integers"),
+])
+def test_spec_errors_are_one_line_and_name_the_key(section, message):
+    with pytest.raises(specs.SpecError) as caught:
+        specs.parse(section, "pyproject.toml")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_nearest_pyproject(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text("[tool.cg_lint.runtime]\ntimeout = 5\n")
+    nested = tmp_path / "a" / "b"
+    nested.mkdir(parents=True)
+    found = specs.find_pyproject(nested)
+    assert found == tmp_path / "pyproject.toml"
+    assert specs.load(found).timeout == 5
+
+
+FINDINGS = [
+    Finding("m.py", 3, 1, "CG101", "'f': gradient for input 'x' has shape () but the input has shape (3,)",
+            function="f", mode="eager"),
+    Finding("m.py", 9, 5, "CG130", "'g': no valid inputs found", function="g"),
+]
+
+
+def test_text_and_concise_formats():
+    text = format_findings(FINDINGS, "text")
+    assert text.splitlines()[0] == ("m.py:3:1 CG101 'f': gradient for input 'x' has shape () "
+                                    "but the input has shape (3,)")
+    assert format_findings(FINDINGS, "concise") == text
+
+
+def test_json_format():
+    data = json.loads(format_findings(FINDINGS, "json"))
+    assert data[0] == {"path": "m.py", "line": 3, "column": 1, "code": "CG101",
+                       "message": FINDINGS[0].message, "function": "f", "mode": "eager"}
+    assert format_findings([], "json") == "[]"
+
+
+def test_unknown_format_rejected():
+    with pytest.raises(ValueError):
+        format_findings(FINDINGS, "xml")
+
+
+def test_summary_table_aligns_columns():
+    table = summary_table([("m.py:f", "ok", "x: float32[]"), ("m.py:long_name", "1 finding(s)", "-")])
+    lines = table.splitlines()
+    assert lines[0].split() == ["function", "result", "inputs", "used"]
+    assert lines[2].index("ok") == lines[3].index("1 finding(s)")
+
+
+def test_targets_folder_prefilter_and_package_names(tmp_path: Path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "ops.py").write_text("import tensorflow as tf\n@tf.custom_gradient\ndef f(x): ...\n")
+    (package / "other.py").write_text("x = 1\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / ".hidden" / "h.py").write_text("custom_gradient\n")
+    units = expand([str(tmp_path)])
+    assert [(u.module, u.package) for u in units] == [("pkg.ops", True)]
+    assert units[0].sys_path == str(tmp_path)
+
+
+def test_targets_missing():
+    with pytest.raises(TargetError, match="no such file, folder or module"):
+        expand(["does/not/exist.py"])
+
+
+@pytest.mark.parametrize("message, code", [
+    ("Using a symbolic `tf.Tensor` as a Python `bool` is not allowed. You can ...", "CG009"),
+    ("'SymbolicTensor' object has no attribute 'numpy'", "CG010"),
+    ("float() argument must be a string or a real number, not 'SymbolicTensor'", "CG010"),
+    ("The custom_gradient decorator currently supports keywords arguments only when eager execution is enabled.",
+     "CG008"),
+    ("@tf.custom_gradient grad_fn must accept keyword argument 'variables', since function uses variables: []",
+     "CG004"),
+    ("Recorded operation 'f' returned too few gradients. Expected 3 but received 4", "CG003"),
+    ("cond: The second input must be a scalar, but it has shape [3]", "CG011"),
+])
+def test_classify_tensorflow_messages(message, code):
+    found = classify(RuntimeError(message))
+    assert found is not None and found[0] == code
+
+
+def test_classify_python_flag_is_cg012():
+    exc = TypeError("'SymbolicTensor' object cannot be interpreted as an integer")
+    assert classify(exc, python_positionals=[3])[0] == "CG012"
+    assert classify(exc)[0] == "CG009"
+
+
+def test_classify_own_error_and_unrelated_error():
+    assert classify(check_error("CG002", "'f': grad_fn(dy) cannot take 2"))[0] == "CG002"
+    assert classify(ValueError("Dimensions must be equal, but are 3 and 4")) is None
+
+
+def test_first_line_skips_autograph_stack():
+    text = ("in user code:\n\n    File \"m.py\", line 3, in f  *\n        y = g(x)\n\n"
+            "    TypeError: bad thing. More text")
+    assert first_line(text) == "TypeError: bad thing."
