@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import run_cli
+from lint_helpers import run_cli
 
 BAD = """\
 import tensorflow as tf

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import ROOT
+from lint_helpers import ROOT
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf = pytest.importorskip("tensorflow")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from lint_helpers import ROOT
 from test_cli import BAD, GOOD
 
 pytest.importorskip("flake8")

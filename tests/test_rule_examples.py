@@ -65,7 +65,7 @@ def test_codes_and_names_are_unique():
 
 def test_rule_docs_are_up_to_date():
     from cg_lint.docs import render
-    from conftest import ROOT
+    from lint_helpers import ROOT
 
     for name, text in render().items():
         path = ROOT / "docs" / "rules" / name

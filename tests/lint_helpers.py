@@ -1,0 +1,20 @@
+"""Helpers shared by the linter tests (a plain module: conftest names collide across folders)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_cli(*args: str, cwd: Path | None = None, stdin: str | bytes | None = None,
+            module: str = "cg_lint") -> subprocess.CompletedProcess:
+    """Run a console entry point in a fresh interpreter, importing this checkout."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    env.pop("FORCE_COLOR", None)
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=cwd, input=data,
+                          capture_output=True, env=env, timeout=300)
