@@ -4,8 +4,20 @@ from __future__ import annotations
 
 from cg_lint.rules.arity import ForwardReturnNotPair, GradientCountMismatch, UpstreamCountMismatch
 from cg_lint.rules.base import Rule
+from cg_lint.rules.graph_mode import (
+    ElementwiseCondPredicate,
+    InputUsedAsPythonValue,
+    TensorAsPythonValue,
+    TensorTruthValue,
+)
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
-    sorted((ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch), key=lambda r: r.code)
+    sorted(
+        (
+            ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch,
+            TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
+        ),
+        key=lambda r: r.code,
+    )
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}
