@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from cg_lint.rules.arity import ForwardReturnNotPair, GradientCountMismatch, UpstreamCountMismatch
 from cg_lint.rules.base import Rule
+from cg_lint.rules.call_sites import KeywordArguments
 from cg_lint.rules.graph_mode import (
     ElementwiseCondPredicate,
     InputUsedAsPythonValue,
     TensorAsPythonValue,
     TensorTruthValue,
+)
+from cg_lint.rules.variables import (
+    MissingVariablesArgument,
+    PositionalVariableGrads,
+    VariableGradsNotList,
+    VariableReadInGrad,
+    VariablesReturnNotPair,
 )
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
@@ -16,6 +24,8 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
         (
             ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch,
             TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
+            MissingVariablesArgument, VariablesReturnNotPair, VariableGradsNotList, PositionalVariableGrads,
+            VariableReadInGrad, KeywordArguments,
         ),
         key=lambda r: r.code,
     )
