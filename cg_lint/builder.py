@@ -247,11 +247,12 @@ class ModelBuilder:
 
     def _variables(self, records: list[CustomGradient]) -> None:
         """The one place that decides which variables each forward and grad reads."""
-        finder = VariableFinder(self.ix)
+        forward_finder = VariableFinder(self.ix, trainable_only=True)
+        grad_finder = VariableFinder(self.ix, trainable_only=False)
         for record in records:
-            record.variable_reads = finder.reads(record.node, record)
+            record.variable_reads = forward_finder.reads(record.node, record)
             for grad in record.grads:
-                grad.variable_reads = finder.reads(grad.node, record, created_ok=False)
+                grad.variable_reads = grad_finder.reads(grad.node, record, created_ok=False)
 
     def _is_cg_decorator(self, dec: cst.Decorator) -> bool:
         expr = dec.decorator

@@ -90,7 +90,7 @@ class GradFn(Located):
     bound_method: bool = False
     # decorated with custom_gradient itself: every return is again (grads, grad_fn)
     is_custom_gradient: bool = False
-    # trainable variables this grad reads itself (they should be captured in the forward instead)
+    # variables (trainable or not) this grad reads itself (they should be captured in the forward instead)
     variable_reads: list[VariableRead] = field(default_factory=list)
 
     @property

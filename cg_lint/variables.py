@@ -71,26 +71,34 @@ class _ClassFacts:
 
 
 class VariableFinder:
-    """Finds variable reads in function bodies of one file; class facts are computed once per class."""
+    """Finds variable reads in function bodies of one file; class facts are computed once per class.
 
-    def __init__(self, index: FileIndex) -> None:
+    ``trainable_only``: the forward's ``variables=`` contract concerns trainable variables only,
+    while reading any variable inside grad has the same graph-mode problems.
+    """
+
+    def __init__(self, index: FileIndex, trainable_only: bool = True) -> None:
         self.ix = index
+        self.trainable_only = trainable_only
         self._classes: dict[int, _ClassFacts] = {}
+
+    def _counts(self, call: cst.Call) -> bool:
+        return not self.trainable_only or _trainable(call)
 
     # -- what a value is --------------------------------------------------------------------
     def is_variable_value(self, value: cst.CSTNode, receiver_self: bool = False) -> bool:
         if not isinstance(value, cst.Call):
             return False
         if isinstance(value.func, cst.Attribute) and value.func.attr.value in _WEIGHT_METHODS:
-            return _trainable(value) and (not receiver_self or _is_name(value.func.value, "self"))
-        return call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS and _trainable(value)
+            return self._counts(value) and (not receiver_self or _is_name(value.func.value, "self"))
+        return call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS and self._counts(value)
 
     def is_layer_value(self, value: cst.CSTNode) -> bool:
         if not isinstance(value, cst.Call):
             return False
         name = call_name(value, self.ix.qualnames) or ""
         return (name.startswith(_LAYER_MODULES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS
-                and _trainable(value))
+                and self._counts(value))
 
     # -- reads ------------------------------------------------------------------------------
     def reads(self, func: FuncNode, record: CustomGradient, created_ok: bool = True) -> list[VariableRead]:

@@ -682,8 +682,8 @@ class VariableReadInGrad(Rule):
     """A `tf.Variable` is read inside grad instead of captured in the forward.
 
     ## What it does
-    Flags reads of trainable variables (module-level or enclosing `tf.Variable`s, `self.<attr>`
-    weights) in the body of a gradient function.
+    Flags reads of variables (module-level or enclosing `tf.Variable`s, trainable or not,
+    `self.<attr>` weights, Keras layers with weights) in the body of a gradient function.
 
     ## Why is this bad?
     grad runs later, in another context than the forward. Under `tf.function`, when the custom
@@ -747,9 +747,10 @@ step = tf.Variable(0, trainable=False)
 
 @tf.custom_gradient
 def f(x):
+    scale = tf.cast(step + 1, x.dtype)  # read in the forward, captured by grad
     def grad(dy):
-        return dy / tf.cast(step + 1, dy.dtype)  # not trainable: not a watched variable
-    return tf.identity(x), grad
+        return dy / scale
+    return x / scale, grad
 """,
         """
 import tensorflow as tf
@@ -779,6 +780,17 @@ def scale(x):
         """
 import tensorflow as tf
 
+step = tf.Variable(0, trainable=False)
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):
+        return dy / tf.cast(step + 1, dy.dtype)  # expect: CG018
+    return tf.identity(x), grad
+""",
+        """
+import tensorflow as tf
+
 class Dense(tf.keras.layers.Layer):
     def build(self, shape):
         self.kernel = self.add_weight(shape=(shape[-1], 2))
@@ -797,13 +809,19 @@ class Dense(tf.keras.layers.Layer):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             for grad in record.grads:
+                by_statement: dict[int, list[VariableRead]] = {}
                 for read in grad.variable_reads:
-                    line, column = _line(ctx, read.anchor)
+                    by_statement.setdefault(id(statement_of(ctx.index, read.anchor)), []).append(read)
+                for reads in by_statement.values():
+                    first = reads[0]
+                    names = ", ".join(r.text for r in reads)
+                    noun = "variable" if len(reads) == 1 else "variables"
+                    line, column = _line(ctx, first.anchor)
                     yield self.finding(ctx, line, column, (
-                        f"grad of '{record.name}' reads variable {read.text} ({_KINDS.get(read.kind, read.kind)}): "
-                        f"under tf.function inside tf.cond this raises AttributeError: Tensor.graph is undefined, and "
-                        f"Keras mixed precision reads it as float32; read it once in the forward "
-                        f"({_value_name(read)} = tf.convert_to_tensor({read.text})) and use that in grad"),
+                        f"grad of '{record.name}' reads {noun} {names}: under tf.function, when the call is inside "
+                        f"tf.cond, this raises AttributeError: Tensor.graph is undefined, and under Keras mixed "
+                        f"precision it reads float32; read it once in the forward "
+                        f"({_value_name(first)} = tf.convert_to_tensor({first.text})) and use that in grad"),
                         record.qualname)
 
 
