@@ -528,7 +528,8 @@ class ElementwiseCondPredicate(Rule):
     ## What it does
     Flags `tf.cond(pred, ...)` inside a custom gradient when `pred` is an element-wise comparison
     (`x > 0`, `tf.equal(a, b)`, `tf.math.is_nan(x)`...) of a tensor that is known to have rank >= 1
-    (it is sliced or indexed, or built by `tf.stack`, `tf.concat`, `tf.range`...) and the result is
+    (it is sliced, built by `tf.stack`, `tf.concat`, `tf.range`..., or an input that every call in the
+    file passes as `tf.constant([...])`, `tf.ones([n])`...) and the result is
     never reduced with `tf.reduce_any`/`tf.reduce_all`.
 
     ## Why is this bad?
@@ -561,8 +562,9 @@ class ElementwiseCondPredicate(Rule):
     No automatic fix: `reduce_any` and `reduce_all` mean different things.
 
     ## Known limitations
-    Ranks are not inferred beyond the evidence above, so `tf.cond(x > 0, ...)` on an input of unknown
-    rank is not flagged.
+    Ranks are not inferred beyond that evidence (and, for an input, what every call in the file
+    passes: `f(tf.constant([...]))`), so `tf.cond(x > 0, ...)` on an input of unknown rank is not
+    flagged.
     """
 
     code = "CG011"
@@ -594,6 +596,16 @@ def f(x, t):
 import tensorflow as tf
 
 @tf.custom_gradient
+def double_positive(x):
+    y = tf.cond(x > 0, lambda: x * 2.0, lambda: x)
+    return y, lambda dy: tf.where(x > 0, dy * 2.0, dy)
+
+a = double_positive(tf.constant(3.0))  # every call passes a scalar
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
 def f(x):
     first = x[0, 0]  # a single element of a matrix
     y = tf.cond(first > 0, lambda: x, lambda: -x)
@@ -609,6 +621,17 @@ def safe_log(x):
     head = x[:, 0]
     y = tf.cond(head > 0, lambda: tf.math.log(x), lambda: tf.zeros_like(x))  # expect: CG011
     return y, lambda dy: dy / x
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def double_positive(x):
+    y = tf.cond(x > 0, lambda: x * 2.0, lambda: x)  # expect: CG011
+    return y, lambda dy: tf.where(x > 0, dy * 2.0, dy)
+
+v = tf.constant([-1.0, 0.0, 1.0])
+out = double_positive(v)
 """,
         """
 import tensorflow as tf
@@ -655,16 +678,42 @@ def _pred_arg(call: cst.Call) -> cst.BaseExpression | None:
     return first.value if first is not None and first.keyword is None and not first.star else None
 
 
+_SHAPED_CONSTRUCTORS = frozenset({"constant", "convert_to_tensor", "ones", "zeros", "fill", "normal", "uniform",
+                                  "truncated_normal", "array", "asarray"})
+
+
 class _RankEvidence:
-    """Which tensors certainly have rank >= 1 (from how they are built or indexed)."""
+    """Which tensors certainly have rank >= 1: how they are built or sliced, or what every call passes."""
 
     def __init__(self, ctx: LintContext, record: CustomGradient, tensors: Tensors) -> None:
         self.ctx, self.tensors = ctx, tensors
-        self.indexed: set[str] = set()
-        for func, _ in bodies(record):
-            for node in body_nodes(func, ctx.index):
-                if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name):
-                    self.indexed.add(node.value.value)
+        self.forward_env = ctx.index.env_for(record.node)
+        self.ranked_inputs = self._ranked_inputs(record)
+
+    def _ranked_inputs(self, record: CustomGradient) -> set[str]:
+        """Inputs that every call in the file passes a tensor built with a non-empty shape or list."""
+        sites = [s for s in record.call_sites if not s.has_star and not s.via_partial]
+        if not sites:
+            return set()
+        ranked = set()
+        for i, param in enumerate(record.signature.positional):
+            if all(i < len(s.positional) and self._built_ranked(s.positional[i].value) for s in sites):
+                ranked.add(param.name)
+        return ranked
+
+    def _built_ranked(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(expr, cst.Name) and depth < 3:
+            owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+            values = self.ctx.index.env_for(owner).lookup(expr.value)
+            return bool(values) and all(isinstance(v, cst.BaseExpression) and self._built_ranked(v, depth + 1)
+                                        for v in values)
+        if not isinstance(expr, cst.Call) or not expr.args:
+            return False
+        name = call_name(expr, self.ctx.index.qualnames) or ""
+        if not name.startswith(("tensorflow.", "numpy.")) or name.rsplit(".", 1)[-1] not in _SHAPED_CONSTRUCTORS:
+            return False
+        first = expr.args[0].value
+        return isinstance(first, (cst.List, cst.Tuple)) and len(first.elements) > 0
 
     def elementwise_operand(self, pred: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
         """The non-scalar operand when ``pred`` is an unreduced element-wise comparison."""
@@ -708,9 +757,16 @@ class _RankEvidence:
             return last != "where" or len(expr.args) == 1
         if isinstance(expr, cst.Name):
             owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
-            values = self.ctx.index.env_for(owner).lookup(expr.value)
+            env = self.ctx.index.env_for(owner)
+            values = env.lookup(expr.value)
             if values:
                 return all(isinstance(v, cst.BaseExpression) and self._ranked(v, depth + 1) for v in values)
+            if values == [] and expr.value in self.ranked_inputs:
+                # a parameter: ours only if it is the forward's input (not grad's upstream of the same name)
+                scope = env
+                while scope is not None and expr.value not in scope.params:
+                    scope = scope.parent
+                return scope is self.forward_env
             return False
         if isinstance(expr, cst.BinaryOperation):
             return self._ranked(expr.left, depth + 1) or self._ranked(expr.right, depth + 1)
