@@ -16,7 +16,8 @@ class KeywordArguments(Rule):
 
     ## What it does
     Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
-    and `functools.partial(f, name=value)` bindings of one.
+    `functools.partial(f, name=value)` bindings of one, and calls that forward `**kwargs` to a
+    custom-gradient function written to accept keywords (`def inner(*args, **kwargs)`).
 
     ## Why is this bad?
     Under `tf.function` (and Keras `fit`) any keyword argument raises `ValueError: The custom_gradient
@@ -51,8 +52,8 @@ class KeywordArguments(Rule):
 
     ## Known limitations
     Only calls in the file that defines the function are checked: a custom-gradient function
-    imported from another module (`from .ops import my_op`) is not recognised at its call sites, and
-    `f(**options)` is not flagged because the keywords are not known.
+    imported from another module (`from .ops import my_op`) is not recognised at its call sites.
+    `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
     """
 
     code = "CG008"
@@ -86,10 +87,11 @@ f = functools.partial(make, scale=2.0)  # a factory, not the custom gradient
 import tensorflow as tf
 
 @tf.custom_gradient
-def f(x, *rest, **options):
+def f(x, *rest):
     return x, lambda dy, *drest: (dy, *drest)
 
-y = f(tf.constant(1.0), **{})  # unknown keywords: not flagged
+def call(*args, **kwargs):
+    return f(*args, **kwargs)  # f takes no keywords: a keyword would fail in Python already
 """,
     )
     INVALID = (
@@ -125,11 +127,40 @@ class Op:
             x=a,
             y=b)
 """,
+        """
+import tensorflow as tf
+
+def recompute(f):
+    @tf.custom_gradient
+    def inner(*args, **kwargs):
+        y = f(*args, **kwargs)
+        def grad(*dys):
+            return dys
+        return y, grad
+
+    def wrapper(*args, **kwargs):
+        return inner(*args, **kwargs)  # expect: CG008
+    return wrapper
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
+            sig = record.signature
+            takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
             for site in record.call_sites:
+                forwarded = next((a for a in site.node.args if a.star == "**"), None)
+                if not site.keywords and forwarded is not None and takes_keywords:
+                    # the forward is written to receive keywords and this call hands them on
+                    line, column = ctx.position(statement_of(ctx.index, site.node))
+                    yield self.finding(ctx, line, column, (
+                        f"'{record.name}' takes keyword arguments and this call forwards "
+                        f"**{cst.Module(body=[]).code_for_node(forwarded.value)} to it: under tf.function any "
+                        f"keyword a caller passes raises ValueError (custom_gradient supports keyword arguments only "
+                        f"eagerly), and eagerly keyword tensors get no custom gradient; bind them in a closure "
+                        f"(functools.partial of the inner function) before applying custom_gradient"),
+                        record.qualname)
+                    continue
                 if not site.keywords:
                     continue
                 names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if isinstance(a.keyword, cst.Name))
