@@ -449,12 +449,20 @@ def _truth_context(index: FileIndex, expr: cst.CSTNode) -> str | None:
     return None
 
 
+def _operand_parent(index: FileIndex, name: cst.Name) -> cst.CSTNode | None:
+    """The parent of a name, seen through libcst's ComparisonTarget wrapper."""
+    parent = index.parent(name)
+    if isinstance(parent, cst.ComparisonTarget):
+        return index.parent(parent)
+    return parent
+
+
 def _python_use(index: FileIndex, name: cst.Name) -> str | None:
     """'' for a use that says nothing, a description for a Python-value use, None for a tensor use."""
     ctx = _truth_context(index, name)
     if ctx is not None:
         return f"'{ctx}'"
-    parent = index.parent(name)
+    parent = _operand_parent(index, name)
     if isinstance(parent, cst.Comparison):
         others = [parent.left] + [c.comparator for c in parent.comparisons]
         others = [o for o in others if o is not name]
@@ -472,7 +480,7 @@ def _python_use(index: FileIndex, name: cst.Name) -> str | None:
 
 def _neutral_use(index: FileIndex, name: cst.Name) -> bool:
     """Uses that neither make an input a tensor nor a Python value: keyword values, ``x is None``."""
-    parent = index.parent(name)
+    parent = _operand_parent(index, name)
     if isinstance(parent, cst.Arg) and parent.keyword is not None:
         return True
     if isinstance(parent, cst.Comparison) and any(

@@ -132,7 +132,11 @@ class VariableFinder:
                     yield node, _text(node), "attribute"
             elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and self._is_load(node):
                 if self._name_kind(node.value, element=True) == "variable":
-                    yield node, _text(node), "variable"
+                    yield node, _text(node), "variable"  # an element of a list of variables
+                else:
+                    kind = self._name_kind(node.value)
+                    if kind in ("variable", "created") and (created_ok or kind == "variable"):
+                        yield node, node.value.value, kind  # slicing a variable reads it
 
     def _assigned(self, call: cst.Call) -> bool:
         parent = self.ix.parent(call)
@@ -149,6 +153,11 @@ class VariableFinder:
                 isinstance(grand, cst.Attribute) or (isinstance(grand, cst.AssignTarget)))
         if isinstance(parent, cst.Call) and parent.func is node:
             return False
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = self.ix.parent(parent)
+        if isinstance(parent, cst.Comparison) and any(
+                isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+            return False  # `v is w` matches variables by identity without reading them
         if isinstance(parent, cst.Subscript) and parent.value is node:
             return False  # the subscript is the read (a list of variables)
         return True

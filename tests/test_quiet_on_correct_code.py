@@ -135,6 +135,19 @@ def scaled(x):
         return dy * s, [tf.reduce_sum(dy * x) for _ in ordered]
     return x * s, grad
 """,
+    "variables matched with `is`": """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+b = tf.Variable(1.0)
+
+@tf.custom_gradient
+def f(x):
+    w_value, b_value = tf.identity(w), tf.identity(b)
+    def grad(dy, variables=None):
+        return dy * w_value, [tf.reduce_sum(dy * x) if v is w else tf.reduce_sum(dy) for v in variables]
+    return x * w_value + b_value, grad
+""",
     "grad that accepts **kwargs": """
 import tensorflow as tf
 

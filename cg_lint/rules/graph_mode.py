@@ -884,6 +884,16 @@ def f(x, mode="train"):
 
 y = f(tf.constant(1.0), "eval")
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, level):
+    y = x * 2.0
+    if 0 < level:  # expect: CG012
+        y = y + 1.0
+    return y, lambda dy: (dy * 2.0, None)
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

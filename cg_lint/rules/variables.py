@@ -780,6 +780,21 @@ def scale(x):
         """
 import tensorflow as tf
 
+weights = tf.Variable([1.0, 2.0])
+
+@tf.custom_gradient
+def linear_poly(x):
+    poly = weights[1] * x + weights[0]
+    def grad_fn(dpoly, variables):
+        grad_xs = dpoly * weights[1]  # expect: CG018
+        assert variables[0] is weights  # identity, not a read
+        dy_dw = dpoly * tf.stack([x, tf.ones_like(x)])
+        return grad_xs, [tf.reduce_sum(tf.reshape(dy_dw, [2, -1]), axis=1)]
+    return poly, grad_fn
+""",
+        """
+import tensorflow as tf
+
 step = tf.Variable(0, trainable=False)
 
 @tf.custom_gradient
