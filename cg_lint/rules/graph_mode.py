@@ -21,9 +21,27 @@ _GRAPH = "under tf.function"
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
 
 
+def _nodes(ctx: LintContext, func: FuncNode) -> list[cst.CSTNode]:
+    """The traced nodes of a body, walked once per file for all graph-mode rules."""
+    key = ("body", id(func))
+    if key not in ctx.cache:
+        ctx.cache[key] = list(body_nodes(func, ctx.index))
+    return ctx.cache[key]
+
+
+def _python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
+    key = ("python-values", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = python_value_uses(ctx.index, record)
+    return ctx.cache[key]
+
+
 def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
-    """Tensor facts for the graph-mode rules; configuration inputs are CG012's business."""
-    return Tensors(ctx.index, record, exclude=set(python_value_uses(ctx.index, record)))
+    """Tensor facts for the graph-mode rules (shared); configuration inputs are CG012's business."""
+    key = ("tensors", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = Tensors(ctx.index, record, exclude=set(_python_values(ctx, record)))
+    return ctx.cache[key]
 
 
 class _Reporter:
@@ -57,7 +75,7 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
         else:
             yield expr, construct
 
-    for node in body_nodes(func, ctx.index):
+    for node in _nodes(ctx, func):
         if isinstance(node, cst.If):
             yield from tested(node.test, "if")
         elif isinstance(node, cst.While):
@@ -453,7 +471,7 @@ def f(x):
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
             for func, who in bodies(record):
-                for node in body_nodes(func, ctx.index):
+                for node in _nodes(ctx, func):
                     message = self._problem(ctx, tensors, node, who)
                     if message and (finding := report(node, message)):
                         yield finding
@@ -652,7 +670,7 @@ def f(a, b):
             report = _Reporter(self, ctx, record)
             ranked = _RankEvidence(ctx, record, tensors)
             for func, who in bodies(record):
-                for node in body_nodes(func, ctx.index):
+                for node in _nodes(ctx, func):
                     if not isinstance(node, cst.Call) or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
                         continue
                     pred = _pred_arg(node)
@@ -899,7 +917,7 @@ def f(x, level):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             report = _Reporter(self, ctx, record)
-            for name, uses in python_value_uses(ctx.index, record).items():
+            for name, uses in _python_values(ctx, record).items():
                 for node, how in uses:
                     finding = report(node, (
                         f"'{record.name}' uses its positional input '{name}' as a Python value ({how}): {_GRAPH} "
