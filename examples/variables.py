@@ -66,4 +66,3 @@ def temperature_softmax(logits, temperature=1.0):
 
 soft = functools.partial(temperature_softmax, temperature=0.5)
 probs = temperature_softmax(tf.constant([1.0, 2.0]), temperature=2.0)
-print(scaled_tanh(tf.constant(1.0)), affine(tf.constant(1.0)), shifted(tf.constant(1.0)), soft, probs)
