@@ -247,14 +247,6 @@ class Tensors:
             return self.is_single_tensor(expr.value) and self.is_tensor(expr)
         return False
 
-    def root_of(self, expr: cst.BaseExpression) -> str | None:
-        """The root input name when ``expr`` is a bare positional input or upstream parameter."""
-        if isinstance(expr, cst.Name):
-            found = self._resolve(expr)
-            if found is not None and found[2] and not found[1]:
-                return expr.value
-        return None
-
     # -- evaluation -----------------------------------------------------------------------
     def _eval(self, expr: cst.BaseExpression) -> bool:
         if isinstance(expr, cst.Name):
