@@ -45,7 +45,8 @@ WEIGHTED_LAYERS = frozenset({
     "LocallyConnected2D", "dense", "conv1d", "conv2d", "conv3d",
 })
 _LAYER_MODULES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
-                  "tensorflow.compat.v1.keras.layers.", "tensorflow.compat.v1.layers.", "tensorflow.python.keras.layers.")
+                  "tensorflow.compat.v1.keras.layers.", "tensorflow.compat.v1.layers.",
+                  "tensorflow.python.keras.layers.")
 _LAYER_BASES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
                 "tensorflow.compat.v1.keras.layers.", "keras.Layer")
 INHERITED_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "depthwise_kernel",

@@ -171,6 +171,6 @@ def recompute(f):
                 line, column = ctx.position(statement_of(ctx.index, site.node))
                 yield self.finding(ctx, line, column, (
                     f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword arguments "
-                    f"only eagerly); eagerly keyword tensors are not inputs of the custom gradient and silently get a None "
-                    f"or plain-autodiff gradient{tail}; pass inputs "
+                    f"only eagerly); eagerly keyword tensors are not inputs of the custom gradient and silently get "
+                    f"a None or plain-autodiff gradient{tail}; pass inputs "
                     f"positionally and bind configuration in a closure"), record.qualname)

@@ -919,10 +919,10 @@ def f(x, level):
             report = _Reporter(self, ctx, record)
             for name, uses in _python_values(ctx, record).items():
                 for node, how in uses:
+                    error = "TypeError" if how.endswith("()") and how != "bool()" else "OperatorNotAllowedInGraphError"
                     finding = report(node, (
                         f"'{record.name}' uses its positional input '{name}' as a Python value ({how}): {_GRAPH} "
-                        f"TF converts positional inputs to tensors before the body runs, so this raises "
-                        f"{'TypeError' if how == 'range()' or how in ('int()', 'float()') else 'OperatorNotAllowedInGraphError'}"
-                        f"; bind '{name}' in a closure (a factory function) instead of passing it"))
+                        f"TF converts positional inputs to tensors before the body runs, so this raises {error}; "
+                        f"bind '{name}' in a closure (a factory function) instead of passing it"))
                     if finding:
                         yield finding
