@@ -19,6 +19,7 @@ from cg_lint.model import (
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
 from cg_lint.values import IMPORTED, Env, build_env, children, own_nodes
+from cg_lint.variables import VariableFinder
 
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
 
@@ -241,7 +242,17 @@ class ModelBuilder:
         for record in records:
             self._describe(record)
         self._call_sites(records, calls)
+        self._variables(records)
         return records
+
+    def _variables(self, records: list[CustomGradient]) -> None:
+        """The one place that decides which variables each forward and grad reads."""
+        forward_finder = VariableFinder(self.ix, trainable_only=True)
+        grad_finder = VariableFinder(self.ix, trainable_only=False)
+        for record in records:
+            record.variable_reads = forward_finder.reads(record.node, record)
+            for grad in record.grads:
+                grad.variable_reads = grad_finder.reads(grad.node, record, created_ok=False)
 
     def _is_cg_decorator(self, dec: cst.Decorator) -> bool:
         expr = dec.decorator

@@ -72,6 +72,14 @@ class ReturnSite(Located):
 
 
 @dataclass
+class VariableRead(Located):
+    """A trainable variable read in a body (``anchor`` is the expression that reads it)."""
+
+    text: str = ""  # how the source spells it: `w`, `self.kernel`, `self.dense`
+    kind: str = "variable"  # variable | created | attribute | layer
+
+
+@dataclass
 class GradFn(Located):
     """A gradient function returned by a forward (nested def, lambda, name bound to a def, method)."""
 
@@ -82,6 +90,8 @@ class GradFn(Located):
     bound_method: bool = False
     # decorated with custom_gradient itself: every return is again (grads, grad_fn)
     is_custom_gradient: bool = False
+    # variables (trainable or not) this grad reads itself (they should be captured in the forward instead)
+    variable_reads: list[VariableRead] = field(default_factory=list)
 
     @property
     def upstream(self) -> list[Param]:
@@ -139,6 +149,8 @@ class CustomGradient(Located):
     class_node: cst.ClassDef | None = None
     # the nodes a caller's Name resolves to (the def, or the target of `g = tf.custom_gradient(f)`)
     binding_nodes: list[cst.CSTNode] = field(default_factory=list)
+    # trainable variables the forward reads: TF then passes `variables=` to grad
+    variable_reads: list[VariableRead] = field(default_factory=list)
 
     @property
     def inputs(self) -> list[str]:

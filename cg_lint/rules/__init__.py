@@ -4,8 +4,30 @@ from __future__ import annotations
 
 from cg_lint.rules.arity import ForwardReturnNotPair, GradientCountMismatch, UpstreamCountMismatch
 from cg_lint.rules.base import Rule
+from cg_lint.rules.call_sites import KeywordArguments
+from cg_lint.rules.graph_mode import (
+    ElementwiseCondPredicate,
+    InputUsedAsPythonValue,
+    TensorAsPythonValue,
+    TensorTruthValue,
+)
+from cg_lint.rules.variables import (
+    MissingVariablesArgument,
+    PositionalVariableGrads,
+    VariableGradsNotList,
+    VariableReadInGrad,
+    VariablesReturnNotPair,
+)
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
-    sorted((ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch), key=lambda r: r.code)
+    sorted(
+        (
+            ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch,
+            TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
+            MissingVariablesArgument, VariablesReturnNotPair, VariableGradsNotList, PositionalVariableGrads,
+            VariableReadInGrad, KeywordArguments,
+        ),
+        key=lambda r: r.code,
+    )
 )
 RULES_BY_CODE: dict[str, type[Rule]] = {r.code: r for r in ALL_RULES}

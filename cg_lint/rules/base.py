@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import libcst as cst
@@ -24,6 +24,8 @@ class LintContext:
     index: FileIndex
     builder: ModelBuilder
     records: list[CustomGradient]
+    # analyses several rules share, computed once per file (e.g. tensor facts per custom gradient)
+    cache: dict = field(default_factory=dict)
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         return self.index.position(node)

@@ -1,0 +1,176 @@
+"""Call-site rules: how custom-gradient functions are called in the same file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cg_lint.findings import Finding
+from cg_lint.rules.base import LintContext, Rule
+from cg_lint.tensors import statement_of
+
+
+class KeywordArguments(Rule):
+    """Keyword arguments passed to a custom-gradient function (including `functools.partial`).
+
+    ## What it does
+    Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
+    `functools.partial(f, name=value)` bindings of one, and calls that forward `**kwargs` to a
+    custom-gradient function written to accept keywords (`def inner(*args, **kwargs)`).
+
+    ## Why is this bad?
+    Under `tf.function` (and Keras `fit`) any keyword argument raises `ValueError: The custom_gradient
+    decorator currently supports keywords arguments only when eager execution is enabled.` Eagerly it
+    is worse: keyword arguments are not recorded as inputs, so a tensor passed by keyword silently
+    gets a `None` gradient, and when every tensor is passed by keyword the custom gradient is bypassed
+    altogether (tensorflow#65839).
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def scaled(x, scale):
+        return x * scale, lambda dy: (dy * scale, None)
+
+    y = scaled(tf.constant(2.0), scale=3.0)
+    ```
+
+    ## Use instead
+    ```python
+    def make_scaled(scale):
+        @tf.custom_gradient
+        def scaled(x):
+            return x * scale, lambda dy: dy * scale
+        return scaled
+
+    y = make_scaled(3.0)(tf.constant(2.0))
+    ```
+    Pass tensors positionally; bind configuration with a closure (a factory function).
+
+    ## Fix safety
+    No automatic fix: turning keywords into positional arguments changes the gradient count (CG003).
+
+    ## Known limitations
+    Only calls in the file that defines the function are checked: a custom-gradient function
+    imported from another module (`from .ops import my_op`) is not recognised at its call sites.
+    `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
+    """
+
+    code = "CG008"
+    name = "keyword-arguments"
+    title = "keyword arguments at a call of a custom-gradient function"
+    theme = "call-sites"
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale):
+    return x * scale, lambda dy: (dy * scale, None)
+
+y = scaled(tf.constant(2.0), 3.0)
+z = tf.identity(y, name="z")  # keywords to other functions are fine
+""",
+        """
+import functools
+import tensorflow as tf
+
+def make(scale):
+    @tf.custom_gradient
+    def scaled(x):
+        return x * scale, lambda dy: dy * scale
+    return scaled
+
+f = functools.partial(make, scale=2.0)  # a factory, not the custom gradient
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, *rest):
+    return x, lambda dy, *drest: (dy, *drest)
+
+def call(*args, **kwargs):
+    return f(*args, **kwargs)  # f takes no keywords: a keyword would fail in Python already
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale):
+    return x * scale, lambda dy: (dy * scale, None)
+
+y = scaled(tf.constant(2.0), scale=3.0)  # expect: CG008
+""",
+        """
+import functools
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale=2.0):
+    return x * scale, lambda dy: dy * scale
+
+triple = functools.partial(scaled, scale=3.0)  # expect: CG008
+""",
+        """
+import tensorflow as tf
+
+class Op:
+    @tf.custom_gradient
+    def apply(self, x, y):
+        return x * y, lambda dz: (dz * y, dz * x)
+
+    def __call__(self, a, b):
+        return self.apply(  # expect: CG008
+            x=a,
+            y=b)
+""",
+        """
+import tensorflow as tf
+
+def recompute(f):
+    @tf.custom_gradient
+    def inner(*args, **kwargs):
+        y = f(*args, **kwargs)
+        def grad(*dys):
+            return dys
+        return y, grad
+
+    def wrapper(*args, **kwargs):
+        return inner(*args, **kwargs)  # expect: CG008
+    return wrapper
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            sig = record.signature
+            takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
+            for site in record.call_sites:
+                forwarded = next((a for a in site.node.args if a.star == "**"), None)
+                if not site.keywords and forwarded is not None and takes_keywords:
+                    # the forward is written to receive keywords and this call hands them on
+                    line, column = ctx.position(statement_of(ctx.index, site.node))
+                    yield self.finding(ctx, line, column, (
+                        f"'{record.name}' takes keyword arguments and this call forwards "
+                        f"**{cst.Module(body=[]).code_for_node(forwarded.value)} to it: under tf.function any "
+                        f"keyword a caller passes raises ValueError (custom_gradient supports keyword arguments only "
+                        f"eagerly), and eagerly keyword tensors get no custom gradient; bind them in a closure "
+                        f"(functools.partial of the inner function) before applying custom_gradient"),
+                        record.qualname)
+                    continue
+                if not site.keywords:
+                    continue
+                names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if isinstance(a.keyword, cst.Name))
+                how = (f"functools.partial binds keyword arguments ({names}) to '{record.name}'" if site.via_partial
+                       else f"'{record.name}' is called with keyword arguments ({names})")
+                tail = (" and every input is a keyword, so the custom gradient is bypassed"
+                        if not site.positional and not site.via_partial else "")
+                line, column = ctx.position(statement_of(ctx.index, site.node))
+                yield self.finding(ctx, line, column, (
+                    f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword arguments "
+                    f"only eagerly); eagerly keyword tensors are not inputs of the custom gradient and silently get "
+                    f"a None or plain-autodiff gradient{tail}; pass inputs "
+                    f"positionally and bind configuration in a closure"), record.qualname)

@@ -1,0 +1,928 @@
+"""Graph-mode rules: Python values taken from tensors inside custom-gradient bodies.
+
+AutoGraph never converts the forward or grad of a custom gradient (TF allowlists the decorator's
+wrapper), so inside ``tf.function`` or Keras ``fit`` their Python control flow runs on symbolic
+tensors. All of these work eagerly and fail when traced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cg_lint.findings import Finding
+from cg_lint.model import CustomGradient, FuncNode
+from cg_lint.rules.base import LintContext, Rule
+from cg_lint.tensors import Tensors, body_nodes, bodies, python_value_uses, statement_of
+from cg_lint.values import call_name, describe
+
+_GRAPH = "under tf.function"
+_BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
+
+
+def _nodes(ctx: LintContext, func: FuncNode) -> list[cst.CSTNode]:
+    """The traced nodes of a body, walked once per file for all graph-mode rules."""
+    key = ("body", id(func))
+    if key not in ctx.cache:
+        ctx.cache[key] = list(body_nodes(func, ctx.index))
+    return ctx.cache[key]
+
+
+def _python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
+    key = ("python-values", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = python_value_uses(ctx.index, record)
+    return ctx.cache[key]
+
+
+def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
+    """Tensor facts for the graph-mode rules (shared); configuration inputs are CG012's business."""
+    key = ("tensors", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = Tensors(ctx.index, record, exclude=set(_python_values(ctx, record)))
+    return ctx.cache[key]
+
+
+class _Reporter:
+    """One finding per statement and rule: the first problem on a line is the one to fix."""
+
+    def __init__(self, rule: Rule, ctx: LintContext, record: CustomGradient) -> None:
+        self.rule, self.ctx, self.record = rule, ctx, record
+        self.seen: set[int] = set()
+
+    def __call__(self, node: cst.CSTNode, message: str) -> Finding | None:
+        stmt = statement_of(self.ctx.index, node)
+        if id(stmt) in self.seen:
+            return None
+        self.seen.add(id(stmt))
+        line, column = self.ctx.position(stmt)
+        return self.rule.finding(self.ctx, line, column, message, self.record.qualname)
+
+
+# -- truth tests ----------------------------------------------------------------------------------
+def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """Every expression whose Python truth value a body takes, with the construct that takes it."""
+    consumed: set[int] = set()
+
+    def tested(expr: cst.BaseExpression, construct: str) -> Iterator[tuple[cst.BaseExpression, str]]:
+        consumed.add(id(expr))
+        if isinstance(expr, cst.BooleanOperation):
+            yield from tested(expr.left, construct)
+            yield from tested(expr.right, construct)
+        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            yield from tested(expr.expression, construct)
+        else:
+            yield expr, construct
+
+    for node in _nodes(ctx, func):
+        if isinstance(node, cst.If):
+            yield from tested(node.test, "if")
+        elif isinstance(node, cst.While):
+            yield from tested(node.test, "while")
+        elif isinstance(node, cst.IfExp):
+            yield from tested(node.test, "conditional expression")
+        elif isinstance(node, cst.Assert):
+            yield from tested(node.test, "assert")
+        elif isinstance(node, cst.CompIf):
+            yield from tested(node.test, "if")
+        elif isinstance(node, cst.BooleanOperation) and id(node) not in consumed:
+            # `a and b` outside a test takes the truth value of `a` only
+            consumed.add(id(node))
+            yield from tested(node.left, "and" if isinstance(node.operator, cst.And) else "or")
+        elif (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)
+              and id(node) not in consumed):
+            yield from tested(node.expression, "not")
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "bool"
+              and len(node.args) == 1 and not node.args[0].star):
+            yield from tested(node.args[0].value, "bool()")
+
+
+_INSTEAD = {
+    "if": "use tf.where for element-wise choices, or tf.cond with a scalar predicate (tf.reduce_any/tf.reduce_all)",
+    "conditional expression": "use tf.where, or tf.cond with a scalar predicate (tf.reduce_any/tf.reduce_all)",
+    "while": "use tf.while_loop",
+    "assert": "use tf.debugging.assert_* (e.g. tf.debugging.assert_positive)",
+    "and": "use tf.logical_and",
+    "or": "use tf.logical_or",
+    "not": "use tf.logical_not",
+    "bool()": "keep it a tensor: tf.where, or tf.cond with a scalar predicate",
+}
+
+
+class TensorTruthValue(Rule):
+    """Python control flow or truth value on a tensor inside a custom gradient.
+
+    ## What it does
+    Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not` and `bool()` applied
+    to a tensor in the forward or in grad: the forward's positional inputs, grad's upstream gradients,
+    results of TF ops, and arithmetic, comparisons and subscripts of those. Shapes, dtypes,
+    `x is None`, `isinstance` and Python constants are not tensors and are fine.
+
+    ## Why is this bad?
+    AutoGraph never converts custom-gradient bodies, even inside an AutoGraph-converted
+    `tf.function`. The code works eagerly; under `tf.function` or Keras `fit` the truth value of a
+    symbolic tensor raises `OperatorNotAllowedInGraphError: Using a symbolic tf.Tensor as a Python
+    bool is not allowed`. With a non-scalar tensor it already fails eagerly ("The truth value of an
+    array with more than one element is ambiguous").
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def clip_grad(x):
+        def grad(dy):
+            if tf.reduce_max(tf.abs(dy)) > 1.0:
+                dy = tf.clip_by_norm(dy, 1.0)
+            return dy
+        return tf.identity(x), grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def clip_grad(x):
+        def grad(dy):
+            return tf.clip_by_norm(dy, 1.0)  # a no-op when the norm is already small
+        return tf.identity(x), grad
+    ```
+    Element-wise choices go through `tf.where(x > 0, a, b)`; a real branch through
+    `tf.cond(tf.reduce_any(x > 0), true_fn, false_fn)`.
+
+    ## Fix safety
+    No automatic fix: the replacement depends on whether the condition is element-wise.
+
+    ## Known limitations
+    The analysis is local: values returned by your own helper functions, attributes (`self.x`) and
+    closure variables are not known to be tensors and are not checked. Branches that test
+    `tf.executing_eagerly()` and `try` blocks that catch `TypeError` are skipped on purpose.
+    """
+
+    code = "CG009"
+    name = "tensor-truth-value"
+    title = "Python control flow or truth value on a tensor"
+    theme = "graph-mode"
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    if x.shape.rank == 0:  # static: known while tracing
+        x = tf.reshape(x, [1])
+    if x.shape[0] is None or len(x.shape) > 3:
+        pass
+    def grad(dy):
+        if dy is None:
+            return None
+        return tf.where(x > 0, dy, 0.1 * dy)
+    return tf.identity(x), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    y = tf.cond(tf.reduce_any(x > 0), lambda: x * 2.0, lambda: x)
+    def grad(dy):
+        return tf.cond(tf.reduce_all(dy > 0), lambda: dy, lambda: -dy)
+    return y, grad
+""",
+        """
+import tensorflow as tf
+
+def make(scale, clip=True):
+    @tf.custom_gradient
+    def f(x):
+        y = x * scale if clip else x  # closure constants are Python values
+        def grad(dy):
+            if clip and scale > 1.0:
+                dy = dy / scale
+            return dy
+        return y, grad
+    return f
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    if tf.executing_eagerly():
+        print(bool(x > 0))  # only ever runs eagerly
+    if isinstance(x, tf.Tensor) and x.dtype.is_floating:
+        x = tf.identity(x)
+    return x, lambda dy: dy
+""",
+        """
+import tensorflow as tf
+
+DEBUG = False
+
+@tf.custom_gradient
+def f(x):
+    if DEBUG:
+        tf.print(x)
+    n = x.shape[-1]
+    while n > 1:
+        n //= 2
+    return tf.identity(x), lambda dy: dy
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, flag):
+    y = x * 2.0 if flag else x  # an input used only as a Python value is CG012's business
+    return y, lambda dy: (dy, None)
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def clip(x):
+    if x > 0:  # expect: CG009
+        y = x
+    else:
+        y = -x
+    return y, lambda dy: dy
+""",
+        """
+import tensorflow as tfx
+
+@tfx.custom_gradient
+def f(x):
+    y = tfx.math.log(x)
+    def grad(dy):
+        while tfx.reduce_sum(dy) > 1.0:  # expect: CG009
+            dy = dy / 2.0
+        return dy / x
+    return y, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy):
+        scale = 2.0 if tf.reduce_mean(dy) > 0 else 1.0  # expect: CG009
+        return dy * scale
+    assert tf.reduce_all(x > 0)  # expect: CG009
+    return x, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    pos = x > 0
+    big = tf.abs(x) > 10.0
+    if not pos:  # expect: CG009
+        pass
+    mask = pos and big  # expect: CG009
+    return tf.identity(x), lambda dy: dy * tf.cast(bool(big), dy.dtype)  # expect: CG009
+""",
+        """
+import tensorflow as tf
+
+class Layer:
+    @tf.custom_gradient
+    def call(self, x):
+        y = x * 2.0
+        def grad(dy):
+            if dy[0] > 0:  # expect: CG009
+                return dy
+            return dy * 2.0
+        return y, grad
+""",
+        """
+import tensorflow as tf
+
+g = tf.custom_gradient(lambda x: (x, lambda dy: dy if dy > 0 else -dy))  # expect: CG009
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            tensors = _tensors(ctx, record)
+            report = _Reporter(self, ctx, record)
+            for func, who in bodies(record):
+                for expr, construct in truth_tests(ctx, func):
+                    if not tensors.is_tensor(expr):
+                        continue
+                    verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
+                            "assert": "asserts on"}.get(construct, "takes the truth value of")
+                    finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
+                                           f"{_GRAPH} this {_BOOL_ERROR}; {_INSTEAD[construct]}")
+                    if finding:
+                        yield finding
+
+
+# -- Python values from tensors -------------------------------------------------------------------
+_NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
+            "float": "float() argument must be ... not 'SymbolicTensor'",
+            "complex": "complex() argument must be ... not 'SymbolicTensor'"}
+
+
+class TensorAsPythonValue(Rule):
+    """`.numpy()`, `int()`/`float()`/`len()`, NumPy or iteration on a tensor in a custom gradient.
+
+    ## What it does
+    Flags, in the forward and in grad: `t.numpy()`, `int(t)`, `float(t)`, `len(t)`, `np.*(t)`,
+    `range(t)` (including `for i in range(t)`) and iterating a tensor (`for row in t`,
+    comprehensions, `list(t)`), where `t` is a tensor (see CG009 for what counts as one).
+
+    ## Why is this bad?
+    AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
+    run on symbolic tensors, which have no value: `.numpy()` raises `AttributeError: 'SymbolicTensor'
+    object has no attribute 'numpy'`, `int()`/`float()` and `range()` raise `TypeError`, `len()`
+    raises `TypeError: len is not well defined for a symbolic Tensor`, NumPy raises
+    `NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array`, and iterating raises
+    `OperatorNotAllowedInGraphError`. All of them work eagerly.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def soft_sign(x):
+        def grad(dy):
+            return dy / np.square(1.0 + np.abs(x))
+        return x / (1.0 + tf.abs(x)), grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def soft_sign(x):
+        def grad(dy):
+            return dy / tf.square(1.0 + tf.abs(x))
+        return x / (1.0 + tf.abs(x)), grad
+    ```
+    Use the static shape (`x.shape[0]`) when a Python number is needed, and `tf.range`,
+    `tf.map_fn` or vectorised ops instead of Python loops over tensors.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## Known limitations
+    Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
+    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+    """
+
+    code = "CG010"
+    name = "tensor-as-python-value"
+    title = ".numpy(), int()/float()/len(), NumPy or iteration on a tensor"
+    theme = "graph-mode"
+    VALID = (
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    n = int(np.prod(x.shape[1:]))  # static shape: Python ints while tracing
+    for i in range(len(x.shape)):
+        pass
+    rows = [r for r in tf.unstack(x, num=2)]
+    scale = np.float32(0.5)
+    def grad(dy):
+        return tf.reshape(dy, [-1, n]) * scale
+    return tf.reshape(x, [-1, n]), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    if tf.executing_eagerly():
+        print(x.numpy())
+    sign, logdet = tf.linalg.slogdet(x)
+    return logdet, lambda dy: dy * tf.linalg.inv(x)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(*xs):
+    total = tf.add_n(list(xs))  # *xs is a tuple of tensors
+    return total, lambda dy: [dy for _ in xs]
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, n):
+    for _ in range(n):  # n is used only as a Python value: CG012's business
+        x = tf.identity(x)
+    return x, lambda dy: (dy, None)
+""",
+    )
+    INVALID = (
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def soft_sign(x):
+    def grad(dy):
+        return dy / np.square(1.0 + np.abs(x))  # expect: CG010
+    return x / (1.0 + tf.abs(x)), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    threshold = float(tf.reduce_mean(x))  # expect: CG010
+    def grad(dy):
+        print(dy.numpy())  # expect: CG010
+        return dy
+    return tf.identity(x), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    ys = []
+    for i in range(tf.shape(x)[0]):  # expect: CG010
+        ys.append(x[i] * 2.0)
+    for row in tf.abs(x) * 2.0:  # expect: CG010
+        ys.append(row)
+    def grad(dy):
+        n = len(dy)  # expect: CG010
+        return dy * 2.0
+    return tf.stack(ys), grad
+""",
+        """
+from tensorflow.python.ops import math_ops
+from tensorflow import custom_gradient
+
+@custom_gradient
+def f(x):
+    y = math_ops.exp(x)
+    def grad(dy):
+        return [g * 2.0 for g in dy * y]  # expect: CG010
+    return y, grad
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            tensors = _tensors(ctx, record)
+            report = _Reporter(self, ctx, record)
+            for func, who in bodies(record):
+                for node in _nodes(ctx, func):
+                    message = self._problem(ctx, tensors, node, who)
+                    if message and (finding := report(node, message)):
+                        yield finding
+
+    def _problem(self, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
+        if isinstance(node, cst.Call):
+            func = node.func
+            args = [a.value for a in node.args if not a.star]
+            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not node.args:
+                if tensors.is_tensor(func.value):
+                    return (f"{who} calls .numpy() on a tensor ({describe(func.value)}): {_GRAPH} tensors are symbolic "
+                            f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
+                            f"compute with TF ops instead")
+                return None
+            if isinstance(func, cst.Name) and func.value in ("int", "float", "complex", "len", "range", "list",
+                                                             "tuple") and not ctx.index.enclosing_env_binds(func):
+                return self._builtin(func.value, args, tensors, who)
+            name = call_name(node, ctx.index.qualnames) or ""
+            if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
+                bad = next((a for a in args if tensors.is_tensor(a)), None)
+                if bad is not None:
+                    return (f"{who} passes a tensor ({describe(bad)}) to {name.replace('numpy.', 'np.')}(): {_GRAPH} "
+                            f"this raises NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array; "
+                            f"use the tf.math (or tf.experimental.numpy) equivalent")
+            return None
+        if isinstance(node, (cst.For, cst.CompFor)) and tensors.is_single_tensor(node.iter):
+            return self._iterates(who, node.iter)
+        return None
+
+    def _builtin(self, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
+        if fn == "range":
+            bad = next((a for a in args if tensors.is_tensor(a)), None)
+            if bad is None:
+                return None
+            return (f"{who} calls range() on a tensor ({describe(bad)}): {_GRAPH} this raises TypeError: "
+                    f"'SymbolicTensor' object cannot be interpreted as an integer; use a static size "
+                    f"(x.shape[i]), tf.range, tf.map_fn or tf.while_loop")
+        if len(args) != 1:
+            return None
+        arg = args[0]
+        if fn in ("list", "tuple"):
+            return self._iterates(who, arg) if tensors.is_single_tensor(arg) else None
+        if not tensors.is_tensor(arg):
+            return None
+        if fn == "len":
+            return (f"{who} calls len() on a tensor ({describe(arg)}): {_GRAPH} this raises TypeError: len is not "
+                    f"well defined for a symbolic Tensor; use the static x.shape[0] or tf.shape(x)[0]")
+        return (f"{who} converts a tensor to a Python number with {fn}() ({describe(arg)}): {_GRAPH} this raises "
+                f"TypeError: {_NUMBERS[fn]}; keep it a tensor (tf.cast) or use a static shape value")
+
+    @staticmethod
+    def _iterates(who: str, expr: cst.BaseExpression) -> str:
+        return (f"{who} iterates over a tensor ({describe(expr)}): {_GRAPH} this raises "
+                f"OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor is not allowed; use "
+                f"vectorised ops, tf.map_fn, or tf.unstack(x, num=...) with a static size")
+
+
+# -- tf.cond with an element-wise predicate -------------------------------------------------------
+_COND_NAMES = frozenset({"tensorflow.cond", "tensorflow.compat.v1.cond", "tensorflow.compat.v2.cond",
+                         "tensorflow.python.ops.cond.cond", "tensorflow.python.ops.control_flow_ops.cond",
+                         "tensorflow.python.ops.cond.cond_for_tf_v2", "keras.ops.cond", "keras.src.ops.cond"})
+_ELEMENTWISE_OPS = frozenset({"greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+                              "logical_and", "logical_or", "logical_not", "logical_xor", "is_nan", "is_inf",
+                              "is_finite"})
+# ops whose result always has rank >= 1
+_RANKED_OPS = frozenset({"shape", "range", "stack", "concat", "linspace", "one_hot", "argsort", "where"})
+
+
+class ElementwiseCondPredicate(Rule):
+    """`tf.cond` predicate is an element-wise comparison of a non-scalar tensor.
+
+    ## What it does
+    Flags `tf.cond(pred, ...)` inside a custom gradient when `pred` is an element-wise comparison
+    (`x > 0`, `tf.equal(a, b)`, `tf.math.is_nan(x)`...) of a tensor that is known to have rank >= 1
+    (it is sliced, built by `tf.stack`, `tf.concat`, `tf.range`..., or an input that every call in the
+    file passes as `tf.constant([...])`, `tf.ones([n])`...) and the result is
+    never reduced with `tf.reduce_any`/`tf.reduce_all`.
+
+    ## Why is this bad?
+    `tf.cond` needs a scalar predicate. Eagerly, a vector predicate raises `ValueError: The truth
+    value of an array with more than one element is ambiguous`; under `tf.function` it fails only when
+    the graph runs (`InvalidArgumentError: ... The second input must be a scalar, but it has shape
+    [3]`), even when the shape is known while tracing. A predicate of shape `[1]` is accepted
+    silently, hiding the mistake until a larger batch arrives.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def safe_log(x):
+        head = x[:, 0]
+        y = tf.cond(head > 0, lambda: tf.math.log(x), lambda: tf.zeros_like(x))
+        return y, lambda dy: dy / x
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def safe_log(x):
+        head = x[:, 0]
+        y = tf.cond(tf.reduce_all(head > 0), lambda: tf.math.log(x), lambda: tf.zeros_like(x))
+        return y, lambda dy: dy / x
+    ```
+    For a per-element choice use `tf.where(x > 0, tf.math.log(x), 0.0)`.
+
+    ## Fix safety
+    No automatic fix: `reduce_any` and `reduce_all` mean different things.
+
+    ## Known limitations
+    Ranks are not inferred beyond that evidence (and, for an input, what every call in the file
+    passes: `f(tf.constant([...]))`), so `tf.cond(x > 0, ...)` on an input of unknown rank is not
+    flagged.
+    """
+
+    code = "CG011"
+    name = "elementwise-cond-predicate"
+    title = "tf.cond predicate is element-wise and never reduced"
+    theme = "graph-mode"
+    VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    step = tf.reduce_sum(x)
+    y = tf.cond(step > 0, lambda: x, lambda: -x)  # a reduction is a scalar
+    head = x[:, 0]
+    z = tf.cond(tf.reduce_any(head > 0), lambda: y, lambda: -y)
+    w = tf.where(head > 0, head, 0.0)
+    return z, lambda dy: dy
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, t):
+    y = tf.cond(t > 0.5, lambda: x, lambda: x * 2.0)  # the rank of t is unknown: quiet
+    return y, lambda dy: (dy, None)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def double_positive(x):
+    y = tf.cond(x > 0, lambda: x * 2.0, lambda: x)
+    return y, lambda dy: tf.where(x > 0, dy * 2.0, dy)
+
+a = double_positive(tf.constant(3.0))  # every call passes a scalar
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    first = x[0, 0]  # a single element of a matrix
+    y = tf.cond(first > 0, lambda: x, lambda: -x)
+    return y, lambda dy: dy
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def safe_log(x):
+    head = x[:, 0]
+    y = tf.cond(head > 0, lambda: tf.math.log(x), lambda: tf.zeros_like(x))  # expect: CG011
+    return y, lambda dy: dy / x
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def double_positive(x):
+    y = tf.cond(x > 0, lambda: x * 2.0, lambda: x)  # expect: CG011
+    return y, lambda dy: tf.where(x > 0, dy * 2.0, dy)
+
+v = tf.constant([-1.0, 0.0, 1.0])
+out = double_positive(v)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(a, b):
+    both = tf.stack([a, b])
+    mask = tf.math.is_nan(both)
+    def grad(dy):
+        return tf.cond(mask, lambda: (dy, dy), lambda: (dy, -dy))  # expect: CG011
+    return a + b, grad
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            tensors = _tensors(ctx, record)
+            report = _Reporter(self, ctx, record)
+            ranked = _RankEvidence(ctx, record, tensors)
+            for func, who in bodies(record):
+                for node in _nodes(ctx, func):
+                    if not isinstance(node, cst.Call) or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
+                        continue
+                    pred = _pred_arg(node)
+                    if pred is None:
+                        continue
+                    operand = ranked.elementwise_operand(pred)
+                    if operand is None:
+                        continue
+                    finding = report(node, (
+                        f"{who} passes an element-wise predicate ({describe(pred)}) of a non-scalar tensor "
+                        f"({describe(operand)}) to tf.cond: eagerly this raises 'The truth value of an array with "
+                        f"more than one element is ambiguous', {_GRAPH} InvalidArgumentError when the graph runs "
+                        f"(shape [1] passes silently); reduce it with tf.reduce_any/tf.reduce_all, or use tf.where"))
+                    if finding:
+                        yield finding
+
+
+def _pred_arg(call: cst.Call) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "pred":
+            return arg.value
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+_SHAPED_CONSTRUCTORS = frozenset({"constant", "convert_to_tensor", "ones", "zeros", "fill", "normal", "uniform",
+                                  "truncated_normal", "array", "asarray"})
+
+
+class _RankEvidence:
+    """Which tensors certainly have rank >= 1: how they are built or sliced, or what every call passes."""
+
+    def __init__(self, ctx: LintContext, record: CustomGradient, tensors: Tensors) -> None:
+        self.ctx, self.tensors = ctx, tensors
+        self.forward_env = ctx.index.env_for(record.node)
+        self.ranked_inputs = self._ranked_inputs(record)
+
+    def _ranked_inputs(self, record: CustomGradient) -> set[str]:
+        """Inputs that every call in the file passes a tensor built with a non-empty shape or list."""
+        sites = [s for s in record.call_sites if not s.has_star and not s.via_partial]
+        if not sites:
+            return set()
+        ranked = set()
+        for i, param in enumerate(record.signature.positional):
+            if all(i < len(s.positional) and self._built_ranked(s.positional[i].value) for s in sites):
+                ranked.add(param.name)
+        return ranked
+
+    def _built_ranked(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        if isinstance(expr, cst.Name) and depth < 3:
+            owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+            values = self.ctx.index.env_for(owner).lookup(expr.value)
+            return bool(values) and all(isinstance(v, cst.BaseExpression) and self._built_ranked(v, depth + 1)
+                                        for v in values)
+        if not isinstance(expr, cst.Call) or not expr.args:
+            return False
+        name = call_name(expr, self.ctx.index.qualnames) or ""
+        if not name.startswith(("tensorflow.", "numpy.")) or name.rsplit(".", 1)[-1] not in _SHAPED_CONSTRUCTORS:
+            return False
+        first = expr.args[0].value
+        return isinstance(first, (cst.List, cst.Tuple)) and len(first.elements) > 0
+
+    def elementwise_operand(self, pred: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
+        """The non-scalar operand when ``pred`` is an unreduced element-wise comparison."""
+        if depth > 4:
+            return None
+        if isinstance(pred, cst.Name):
+            owner = self.ctx.index.enclosing(pred, (cst.FunctionDef, cst.Lambda))
+            values = self.ctx.index.env_for(owner).lookup(pred.value)
+            if not values or any(not isinstance(v, cst.BaseExpression) for v in values):
+                return None
+            found = [self.elementwise_operand(v, depth + 1) for v in values]
+            return found[0] if all(f is not None for f in found) else None
+        operands: list[cst.BaseExpression] = []
+        if isinstance(pred, cst.Comparison):
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in pred.comparisons):
+                return None
+            operands = [pred.left] + [c.comparator for c in pred.comparisons]
+        elif isinstance(pred, cst.Call):
+            name = call_name(pred, self.ctx.index.qualnames) or ""
+            if not name.startswith("tensorflow.") or name.rsplit(".", 1)[-1] not in _ELEMENTWISE_OPS:
+                return None
+            operands = [a.value for a in pred.args if a.keyword is None and not a.star]
+        else:
+            return None
+        for operand in operands:
+            if self.tensors.is_tensor(operand) and self._ranked(operand, depth):
+                return operand
+        return None
+
+    def _ranked(self, expr: cst.BaseExpression, depth: int) -> bool:
+        if depth > 4:
+            return False
+        if isinstance(expr, cst.Subscript):
+            # x[:, 0] or x[1:] keeps a dimension; x[0] or x[0, 0] may be a scalar
+            return any(isinstance(s.slice, cst.Slice) for s in expr.slice)
+        if isinstance(expr, cst.Call):
+            name = call_name(expr, self.ctx.index.qualnames) or ""
+            last = name.rsplit(".", 1)[-1]
+            if not name.startswith("tensorflow.") or last not in _RANKED_OPS:
+                return False
+            return last != "where" or len(expr.args) == 1
+        if isinstance(expr, cst.Name):
+            owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+            env = self.ctx.index.env_for(owner)
+            values = env.lookup(expr.value)
+            if values:
+                return all(isinstance(v, cst.BaseExpression) and self._ranked(v, depth + 1) for v in values)
+            if values == [] and expr.value in self.ranked_inputs:
+                # a parameter: ours only if it is the forward's input (not grad's upstream of the same name)
+                scope = env
+                while scope is not None and expr.value not in scope.params:
+                    scope = scope.parent
+                return scope is self.forward_env
+            return False
+        if isinstance(expr, cst.BinaryOperation):
+            return self._ranked(expr.left, depth + 1) or self._ranked(expr.right, depth + 1)
+        return False
+
+
+# -- positional inputs used as Python values ------------------------------------------------------
+class InputUsedAsPythonValue(Rule):
+    """A positional input of a custom gradient is used as a Python value (`if training:`, `range(n)`).
+
+    ## What it does
+    Flags positional inputs of a custom-gradient function that the body uses only as Python values:
+    truth-tested (`if training:`, `not flag`, `mode == "train"`), or passed to `range()`, `int()`,
+    `float()` or `bool()`. Inputs also used as tensors are left to CG009/CG010.
+
+    ## Why is this bad?
+    Under `tf.function` TensorFlow converts every positional argument to a tensor *before* the
+    forward runs, so `if training:` raises `OperatorNotAllowedInGraphError` and `range(n)` raises
+    `TypeError: 'SymbolicTensor' object cannot be interpreted as an integer`, although both work
+    eagerly. The input also needs a gradient slot (`None`) in every return of grad, and passing it by
+    keyword instead breaks graph mode (CG008).
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def noisy(x, training):
+        y = x + tf.random.normal(tf.shape(x)) if training else x
+        return y, lambda dy: (dy, None)
+    ```
+
+    ## Use instead
+    ```python
+    def make_noisy(training):
+        @tf.custom_gradient
+        def noisy(x):
+            y = x + tf.random.normal(tf.shape(x)) if training else x
+            return y, lambda dy: dy
+        return noisy
+    ```
+    Configuration bound in a closure stays a Python value in every mode.
+
+    ## Fix safety
+    No automatic fix: callers change too.
+
+    ## Known limitations
+    Inputs with a default count only when a call in the same file passes them positionally.
+    """
+
+    code = "CG012"
+    name = "input-used-as-python-value"
+    title = "a positional input is used as a Python value"
+    theme = "graph-mode"
+    VALID = (
+        """
+import tensorflow as tf
+
+def make(training, n):
+    @tf.custom_gradient
+    def f(x):
+        for _ in range(n):
+            x = tf.identity(x)
+        y = tf.nn.dropout(x, 0.5) if training else x
+        return y, lambda dy: dy
+    return f
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, training=False):  # default never passed positionally: stays a Python bool
+    y = x * 2.0 if training else x
+    return y, lambda dy: dy * 2.0 if training else dy
+
+z = f(tf.constant(1.0))
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, mask):
+    if mask is None:
+        mask = tf.ones_like(x)
+    return x * mask, lambda dy: (dy * mask, None)
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def noisy(x, training):
+    y = x + tf.random.normal(tf.shape(x)) if training else x  # expect: CG012
+    return y, lambda dy: (dy, None)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def repeat(x, n):
+    y = x
+    for _ in range(n):  # expect: CG012
+        y = tf.sin(y)
+    return y, lambda dy: (dy, None)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, mode="train"):
+    def grad(dy):
+        if mode == "train":  # expect: CG012
+            return dy, None
+        return tf.zeros_like(dy), None
+    return tf.identity(x), grad
+
+y = f(tf.constant(1.0), "eval")
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, level):
+    y = x * 2.0
+    if 0 < level:  # expect: CG012
+        y = y + 1.0
+    return y, lambda dy: (dy * 2.0, None)
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            report = _Reporter(self, ctx, record)
+            for name, uses in _python_values(ctx, record).items():
+                for node, how in uses:
+                    error = "TypeError" if how.endswith("()") and how != "bool()" else "OperatorNotAllowedInGraphError"
+                    finding = report(node, (
+                        f"'{record.name}' uses its positional input '{name}' as a Python value ({how}): {_GRAPH} "
+                        f"TF converts positional inputs to tensors before the body runs, so this raises {error}; "
+                        f"bind '{name}' in a closure (a factory function) instead of passing it"))
+                    if finding:
+                        yield finding

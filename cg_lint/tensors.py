@@ -1,0 +1,483 @@
+"""Which expressions inside a custom gradient are tensors, and which are Python-static values.
+
+A light, flow-insensitive dataflow over the forward and its grad functions. Under ``tf.function``
+TensorFlow converts every positional input to a tensor before the forward runs, and grad receives
+tensors as upstream gradients; results of TF ops, arithmetic, comparisons, subscripts and method
+results of tensors are tensors too, and so are names bound only to such values.
+
+Everything else is "not a tensor": shapes (``x.shape[0]``, ``x.shape.rank``), dtypes, ``len(x.shape)``,
+``x is None``, ``isinstance``, literals, closure and module constants, ``tf.executing_eagerly()``.
+Unknown means "not a tensor": the rules built on this stay quiet when in doubt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cg_lint.builder import FileIndex
+from cg_lint.model import CustomGradient, FuncNode
+from cg_lint.values import Env, Unknown, call_name, children
+
+# Attributes of a tensor that are Python values, known while tracing.
+STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "name", "device", "graph", "op", "value_index",
+                               "is_sparse", "is_ragged", "ragged_rank", "dense_shape_static"})
+# Tensor methods whose result is not a tensor (or that fail under tf.function).
+STATIC_METHODS = frozenset({"numpy", "get_shape", "set_shape", "eval", "consumers", "ref", "experimental_ref",
+                            "tolist", "item", "__len__", "__bool__", "__iter__", "__array__", "__index__",
+                            "__int__", "__float__", "is_compatible_with", "with_rank"})
+
+# TF calls that return Python values (or structures), whatever module they live in.
+_STATIC_CALLS = frozenset({
+    "executing_eagerly", "inside_function", "executing_eagerly_outside_functions", "get_static_value",
+    "constant_value", "constant_value_as_shape", "is_tensor", "is_tf_type", "is_symbolic_tensor",
+    "is_numeric_tensor", "is_sparse", "is_ragged", "TensorShape", "as_dtype", "as_shape", "dimension_value",
+    "dimension_at_index", "shape_tensor_static", "get_positive_axis", "floatx", "epsilon", "image_data_format",
+    "standardize_dtype", "result_type", "ndim", "dtype", "convert_to_numpy", "name_scope", "device",
+    "control_dependencies", "Variable", "get_variable", "GradientTape", "function", "custom_gradient",
+    "recompute_grad", "grad_pass_through", "TensorSpec", "no_op", "group", "print", "Print",
+    "stop_recording", "numpy_function", "py_function", "py_func",
+})
+# Calls that return several tensors or a structure: their result is not one tensor.
+_STRUCTURE_CALLS = frozenset({
+    "split", "unstack", "meshgrid", "unique", "unique_with_counts", "moments", "weighted_moments", "eig",
+    "eigh", "svd", "qr", "lu", "slogdet", "gradients", "gradient", "while_loop", "map_fn", "cond", "case",
+    "switch_case", "vectorized_map", "scan", "foldl", "foldr", "top_k", "dynamic_partition", "identity_n",
+    "jacobian", "batch_jacobian", "shape_n", "broadcast_gradient_args", "map_structure", "flatten",
+    "pack_sequence_as", "tuple", "sufficient_statistics", "normalize_moments", "fused_batch_norm",
+    "ctc_greedy_decoder", "ctc_beam_search_decoder", "frexp", "fractional_max_pool", "fractional_avg_pool",
+    "max_pool_with_argmax", "unravel_index", "shape",  # keras.ops.shape is a tuple; tf.shape handled below
+})
+# Public TF namespaces whose lowercase functions are tensor ops.
+_TF_OP_NAMESPACES = frozenset({"", "math", "linalg", "nn", "signal", "image", "random", "raw_ops", "bitwise",
+                               "strings", "sparse", "ragged", "experimental.numpy", "dtypes"})
+_KERAS_OPS_PREFIXES = ("keras.ops.", "keras.src.ops.", "tf_keras.ops.")
+# tf.shape / array_ops.shape return a tensor (unlike keras.ops.shape)
+_TF_SHAPE = frozenset({"tensorflow.shape", "tensorflow.compat.v1.shape", "tensorflow.compat.v2.shape",
+                       "tensorflow.python.ops.array_ops.shape", "tensorflow.python.ops.array_ops.shape_v2"})
+_TF_EXTRA_OPS = frozenset({"tensorflow.python.framework.ops.convert_to_tensor",
+                           "tensorflow.python.framework.constant_op.constant"})
+
+
+def is_tf_op(name: str | None) -> bool:
+    """A call of a TensorFlow or Keras op that returns one tensor."""
+    if not name:
+        return False
+    if name in _TF_SHAPE or name in _TF_EXTRA_OPS:
+        return True
+    parts = name.split(".")
+    last = parts[-1]
+    if not last[:1].islower() or last.startswith(("assert", "is_", "get_", "set_")):
+        return False
+    if last in _STATIC_CALLS or last in _STRUCTURE_CALLS:
+        return False
+    if name.startswith(_KERAS_OPS_PREFIXES):
+        return True
+    if parts[0] != "tensorflow":
+        return False
+    rest = parts[1:-1]
+    if rest[:2] in (["compat", "v1"], ["compat", "v2"]):
+        rest = rest[2:]
+    if rest[:2] == ["python", "ops"]:
+        # internal op modules: math_ops, array_ops, nn_ops, gen_*_ops, special_math_ops, ...
+        module = rest[2] if len(rest) > 2 else ""
+        return module.endswith("_ops") or module.startswith("nn") or module in ("special_math_ops",)
+    return ".".join(rest) in _TF_OP_NAMESPACES
+
+
+def _executes_eagerly(name: str | None) -> bool:
+    return bool(name) and name.rsplit(".", 1)[-1] in ("executing_eagerly", "executing_eagerly_outside_functions")
+
+
+def _eager_only_test(test: cst.BaseExpression, index: FileIndex) -> bool:
+    """An ``if`` that separates eager from graph execution: both branches are deliberate."""
+    for node in _walk(test):
+        if isinstance(node, cst.Call) and _executes_eagerly(call_name(node, index.qualnames)):
+            return True
+        if isinstance(node, cst.Name) and node.value in ("EagerTensor",):
+            return True
+        if isinstance(node, cst.Attribute) and node.attr.value == "EagerTensor":
+            return True
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr"
+                and len(node.args) == 2 and isinstance(node.args[1].value, cst.SimpleString)
+                and node.args[1].value.raw_value == "numpy"):
+            return True
+    return False
+
+
+_TOLERANT_HANDLERS = frozenset({"TypeError", "ValueError", "Exception", "BaseException", "NotImplementedError",
+                                "AttributeError", "OperatorNotAllowedInGraphError"})
+
+
+def _guarded_try(node: cst.Try) -> bool:
+    """A ``try`` whose handlers catch what graph-mode misuse raises: the author planned for it."""
+    for handler in node.handlers:
+        if handler.type is None:
+            return True
+        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        for t in types:
+            expr = t.value if isinstance(t, cst.Element) else t
+            name = cst.helpers.get_full_name_for_node(expr) or ""
+            if name.rsplit(".", 1)[-1] in _TOLERANT_HANDLERS:
+                return True
+    return False
+
+
+def body_nodes(func: FuncNode, index: FileIndex) -> Iterator[cst.CSTNode]:
+    """The nodes of a forward or grad body that run when it is traced.
+
+    Nested defs, lambdas and classes are not entered; branches that test ``executing_eagerly()`` and
+    ``try`` blocks that catch ``TypeError`` and friends are skipped as deliberate.
+    """
+    start: list[cst.CSTNode] = [func.body] if isinstance(func, cst.Lambda) else list(reversed(children(func.body)))
+    stack = start
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.If) and _eager_only_test(node.test, index):
+            continue
+        if isinstance(node, cst.IfExp) and _eager_only_test(node.test, index):
+            continue
+        if isinstance(node, cst.Try) and _guarded_try(node):
+            continue
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(reversed(children(node)))
+
+
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(children(current)))
+
+
+def statement_of(index: FileIndex, node: cst.CSTNode) -> cst.CSTNode:
+    """The statement holding ``node``: findings go on its first line, where ``# noqa`` works."""
+    current: cst.CSTNode | None = node
+    while current is not None:
+        if isinstance(current, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            return current
+        current = index.parent(current)
+    return node
+
+
+def bodies(record: CustomGradient) -> list[tuple[FuncNode, str]]:
+    """The forward and each grad function, with how messages name them."""
+    out: list[tuple[FuncNode, str]] = [(record.node, f"'{record.name}'")]
+    for grad in record.grads:
+        out.append((grad.node, f"grad of '{record.name}'"))
+    return out
+
+
+def tensor_inputs(record: CustomGradient) -> set[str]:
+    """Positional inputs that are tensors under tf.function.
+
+    Required ones always are. One with a default only when a call in the file passes it
+    positionally (left out, it keeps its Python default); inputs used as sequences are not.
+    """
+    names = set()
+    positional = record.signature.positional
+    passed = max((len(s.positional) for s in record.call_sites if not s.has_star), default=0)
+    for i, p in enumerate(positional):
+        if not p.has_default or i < passed:
+            names.add(p.name)
+    return names - record.structured_params
+
+
+def _is_literal(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.BaseNumber, cst.BaseString)):
+        return True
+    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+        return True
+    return isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, cst.BaseNumber)
+
+
+class Tensors:
+    """Answers "is this expression a tensor" inside one custom gradient's forward and grads."""
+
+    def __init__(self, index: FileIndex, record: CustomGradient, exclude: set[str] = frozenset()) -> None:
+        self.ix = index
+        self.record = record
+        # scopes whose names we model, with the names that are tensors on entry
+        self.roots: dict[int, set[str]] = {}
+        forward_env = index.env_for(record.node)
+        self.roots[id(forward_env)] = tensor_inputs(record) - set(exclude)
+        for grad in record.grads:
+            genv = index.env_for(grad.node)
+            self.roots.setdefault(id(genv), set()).update(p.name for p in grad.upstream)
+        self._memo: dict[int, bool] = {}
+        self._active: set[int] = set()
+        self._order: dict[int, int] | None = None
+
+    # -- public ---------------------------------------------------------------------------
+    def is_tensor(self, expr: cst.BaseExpression) -> bool:
+        key = id(expr)
+        if key in self._memo:
+            return self._memo[key]
+        if key in self._active:
+            return False
+        self._active.add(key)
+        try:
+            result = self._eval(expr)
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def is_single_tensor(self, expr: cst.BaseExpression) -> bool:
+        """A tensor that is certainly not a tuple of tensors: iterating it is iterating a tensor.
+
+        TF ops may return namedtuples (``slogdet``, ``top_k``), so op results do not count here.
+        """
+        if isinstance(expr, cst.Name):
+            found = self._resolve(expr)
+            if found is None:
+                return False
+            env, values, is_root = found
+            if values:
+                return all(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef))
+                           and self.is_single_tensor(v) for v in values) and self.is_tensor(expr)
+            return is_root
+        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+            return self.is_tensor(expr)
+        if isinstance(expr, cst.Subscript):
+            return self.is_single_tensor(expr.value) and self.is_tensor(expr)
+        return False
+
+    # -- evaluation -----------------------------------------------------------------------
+    def _eval(self, expr: cst.BaseExpression) -> bool:
+        if isinstance(expr, cst.Name):
+            return self._name(expr)
+        if isinstance(expr, cst.Call):
+            return self._call(expr)
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.left, (cst.BaseString, cst.List, cst.Tuple, cst.ListComp)) or isinstance(
+                    expr.right, (cst.List, cst.Tuple, cst.ListComp)):
+                return False
+            return self.is_tensor(expr.left) or self.is_tensor(expr.right)
+        if isinstance(expr, cst.UnaryOperation):
+            return not isinstance(expr.operator, cst.Not) and self.is_tensor(expr.expression)
+        if isinstance(expr, cst.Comparison):
+            operands = [expr.left] + [c.comparator for c in expr.comparisons]
+            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+                return False
+            if any(isinstance(o, cst.Name) and o.value == "None" for o in operands):
+                return False
+            return any(self.is_tensor(o) for o in operands)
+        if isinstance(expr, cst.Subscript):
+            return self.is_tensor(expr.value)
+        if isinstance(expr, cst.IfExp):
+            return self.is_tensor(expr.body) and self.is_tensor(expr.orelse)
+        if isinstance(expr, cst.NamedExpr):
+            return self.is_tensor(expr.value)
+        return False
+
+    def _call(self, call: cst.Call) -> bool:
+        func = call.func
+        if isinstance(func, cst.Attribute) and not self.ix.qualnames(func):
+            # a method: tensors' methods return tensors, except the static ones
+            method = func.attr.value
+            if method in STATIC_METHODS or method.startswith("_"):
+                return False
+            return self.is_tensor(func.value)
+        name = call_name(call, self.ix.qualnames)
+        if name and name.rsplit(".", 1)[-1] in _STRUCTURE_CALLS and name not in _TF_SHAPE:
+            return False
+        return is_tf_op(name) and self._resolves_to_import(func)
+
+    def _resolves_to_import(self, func: cst.BaseExpression) -> bool:
+        """``tf.math.log`` through an import; not a local function that shadows the name."""
+        base = func
+        while isinstance(base, cst.Attribute):
+            base = base.value
+        return isinstance(base, cst.Name) and self._resolve(base) is None
+
+    def _name(self, name: cst.Name) -> bool:
+        if name.value in ("None", "True", "False"):
+            return False
+        found = self._resolve(name)
+        if found is None:
+            return False
+        env, values, is_root = found
+        facts: list[bool] = []
+        if is_root:
+            facts.append(True)
+        elif not values:
+            return False  # a parameter that is not a tensor input (a default, `variables`, `*args`)
+        for value in self._reaching(name, env, values):
+            if isinstance(value, (Unknown, cst.FunctionDef, cst.ClassDef)):
+                return False
+            if id(value) in self._active:
+                continue
+            facts.append(self.is_tensor(value))
+        return bool(facts) and all(facts)
+
+    def _resolve(self, name: cst.Name) -> tuple[Env, list, bool] | None:
+        """(env, bound values, is a tensor root) for a name in a modelled scope, else None."""
+        if self._comprehension_binds(name):
+            return None
+        owner = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
+        if owner is None:
+            return None
+        env: Env | None = self.ix.env_for(owner)
+        while env is not None:
+            if name.value in env.bindings or name.value in env.params:
+                if id(env) not in self.roots:
+                    return None  # a closure or module value: Python-static for our purposes
+                values = env.bindings.get(name.value, [])
+                return env, values, name.value in self.roots[id(env)]
+            env = env.parent
+        return None
+
+    def _comprehension_binds(self, name: cst.Name) -> bool:
+        node = self.ix.parent(name)
+        while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.Module)):
+            if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+                comp = node.for_in
+                while comp is not None:
+                    if any(isinstance(n, cst.Name) and n.value == name.value for n in _walk(comp.target)):
+                        return True
+                    comp = comp.inner_for_in
+            node = self.ix.parent(node)
+        return False
+
+    def _reaching(self, use: cst.Name, env: Env, values: list) -> list:
+        """Bindings that can reach ``use``: in the same function, those written before it."""
+        owner = self.ix.enclosing(use, (cst.FunctionDef, cst.Lambda))
+        if owner is None or self.ix.env_for(owner) is not env:
+            return values
+        order = self._positions()
+        at = order.get(id(use), 0)
+        return [v for v in values
+                if isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef)) or order.get(id(v), 0) < at
+                and not self._inside(use, v)]
+
+    def _inside(self, node: cst.CSTNode, container: cst.CSTNode) -> bool:
+        current = self.ix.parent(node)
+        while current is not None:
+            if current is container:
+                return True
+            current = self.ix.parent(current)
+        return False
+
+    def _positions(self) -> dict[int, int]:
+        if self._order is None:
+            cached = getattr(self.ix, "_source_order", None)
+            if cached is None:
+                cached = {id(n): i for i, n in enumerate(self.ix.nodes)}
+                self.ix._source_order = cached  # type: ignore[attr-defined]
+            self._order = cached
+        return self._order
+
+
+# -- positional inputs used as Python values ---------------------------------------------------
+_PYTHON_VALUE_CALLS = frozenset({"range", "int", "float", "bool", "complex"})
+
+
+def python_value_uses(index: FileIndex, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
+    """Positional inputs used only as Python values (``if training:``, ``range(n)``).
+
+    Maps each such input to its uses ``(node, how)``. An input also used as a tensor (in arithmetic,
+    passed to an op, subscripted, returned) is left to the tensor rules.
+    """
+    inputs = tensor_inputs(record)
+    if not inputs:
+        return {}
+    python: dict[str, list[tuple[cst.CSTNode, str]]] = {}
+    tensor_use: set[str] = set()
+    forward_env = index.env_for(record.node)
+    for func, _ in bodies(record):
+        for node in body_nodes(func, index):
+            if not isinstance(node, cst.Name) or node.value not in inputs:
+                continue
+            if not _is_forward_input(index, node, forward_env):
+                continue
+            how = _python_use(index, node)
+            if how is None:
+                if not _neutral_use(index, node):
+                    tensor_use.add(node.value)
+            elif how:
+                python.setdefault(node.value, []).append((node, how))
+    return {name: uses for name, uses in python.items() if name not in tensor_use}
+
+
+def _is_forward_input(index: FileIndex, name: cst.Name, forward_env: Env) -> bool:
+    owner = index.enclosing(name, (cst.FunctionDef, cst.Lambda))
+    env: Env | None = index.env_for(owner) if owner is not None else None
+    while env is not None:
+        if name.value in env.bindings:
+            return False  # rebound somewhere: not simply the input
+        if name.value in env.params:
+            return env is forward_env
+        env = env.parent
+    return False
+
+
+def _truth_context(index: FileIndex, expr: cst.CSTNode) -> str | None:
+    """How the truth value of ``expr`` is taken, if it is: 'if', 'while', 'not', ..."""
+    parent = index.parent(expr)
+    if isinstance(parent, (cst.If,)) and parent.test is expr:
+        return "if"
+    if isinstance(parent, cst.While) and parent.test is expr:
+        return "while"
+    if isinstance(parent, cst.IfExp) and parent.test is expr:
+        return "conditional expression"
+    if isinstance(parent, cst.Assert) and parent.test is expr:
+        return "assert"
+    if isinstance(parent, cst.CompIf):
+        return "if"
+    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+        return "not"
+    if isinstance(parent, cst.BooleanOperation):
+        return "and" if isinstance(parent.operator, cst.And) else "or"
+    if isinstance(parent, cst.Arg):
+        call = index.parent(parent)
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "bool"
+                and len(call.args) == 1):
+            return "bool()"
+    return None
+
+
+def _operand_parent(index: FileIndex, name: cst.Name) -> cst.CSTNode | None:
+    """The parent of a name, seen through libcst's ComparisonTarget wrapper."""
+    parent = index.parent(name)
+    if isinstance(parent, cst.ComparisonTarget):
+        return index.parent(parent)
+    return parent
+
+
+def _python_use(index: FileIndex, name: cst.Name) -> str | None:
+    """'' for a use that says nothing, a description for a Python-value use, None for a tensor use."""
+    ctx = _truth_context(index, name)
+    if ctx is not None:
+        return f"'{ctx}'"
+    parent = _operand_parent(index, name)
+    if isinstance(parent, cst.Comparison):
+        others = [parent.left] + [c.comparator for c in parent.comparisons]
+        others = [o for o in others if o is not name]
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+            return ""
+        if all(_is_literal(o) for o in others) and _truth_context(index, parent) is not None:
+            return f"'{_truth_context(index, parent)}'"
+        return None
+    if isinstance(parent, cst.Arg) and parent.keyword is None:
+        call = index.parent(parent)
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _PYTHON_VALUE_CALLS:
+            return f"{call.func.value}()"
+    return None
+
+
+def _neutral_use(index: FileIndex, name: cst.Name) -> bool:
+    """Uses that neither make an input a tensor nor a Python value: keyword values, ``x is None``."""
+    parent = _operand_parent(index, name)
+    if isinstance(parent, cst.Arg) and parent.keyword is not None:
+        return True
+    if isinstance(parent, cst.Comparison) and any(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+        return True
+    if isinstance(parent, cst.Call) and parent.func is name:
+        return True
+    return isinstance(parent, (cst.Param, cst.AssignTarget))

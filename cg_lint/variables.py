@@ -1,0 +1,298 @@
+"""Which trainable variables a forward (or a grad) reads, found statically.
+
+TensorFlow's VariableWatcher records every trainable variable read while the forward runs; it then
+requires grad to accept ``variables``. We recognise the common spellings:
+
+- names bound to ``tf.Variable(...)`` (module level, an enclosing function, or inside the forward);
+- ``self.<attr>`` that the class assigns from ``tf.Variable``/``add_weight``/``get_variable``, or a
+  weight (``kernel``, ``bias``...) inherited from a built-in Keras layer;
+- Keras layers with weights called inside (``self.dense(x)``, ``dense(x)``);
+- ``tf.compat.v1.get_variable(...)``.
+
+``trainable=False`` variables are not watched by TF and are skipped, as are variables that callers
+pass in positionally (TF subtracts inputs from ``variables``). Unknown means "not a variable".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from cg_lint.model import CustomGradient, FuncNode, VariableRead
+from cg_lint.values import Unknown, call_name, children
+
+if TYPE_CHECKING:  # the builder imports this module
+    from cg_lint.builder import FileIndex
+
+VARIABLE_CONSTRUCTORS = frozenset({
+    "tensorflow.Variable", "tensorflow.compat.v1.Variable", "tensorflow.compat.v2.Variable",
+    "tensorflow.python.ops.variables.Variable", "tensorflow.python.ops.resource_variable_ops.ResourceVariable",
+    "tensorflow.compat.v1.get_variable", "tensorflow.python.ops.variable_scope.get_variable",
+    "tensorflow.get_variable", "keras.Variable", "keras.src.backend.Variable", "tf_keras.Variable",
+})
+_WEIGHT_METHODS = frozenset({"add_weight", "add_variable"})
+# Built-in Keras layers that own trainable weights (weightless ones like Dropout are not listed).
+WEIGHTED_LAYERS = frozenset({
+    "Dense", "EinsumDense", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose",
+    "Conv3DTranspose", "Convolution1D", "Convolution2D", "Convolution3D", "SeparableConv1D", "SeparableConv2D",
+    "DepthwiseConv1D", "DepthwiseConv2D", "Embedding", "BatchNormalization", "LayerNormalization",
+    "GroupNormalization", "PReLU", "LSTM", "GRU", "SimpleRNN", "LSTMCell", "GRUCell", "SimpleRNNCell",
+    "ConvLSTM1D", "ConvLSTM2D", "ConvLSTM3D", "MultiHeadAttention", "Bidirectional", "LocallyConnected1D",
+    "LocallyConnected2D", "dense", "conv1d", "conv2d", "conv3d",
+})
+_LAYER_MODULES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
+                  "tensorflow.compat.v1.keras.layers.", "tensorflow.compat.v1.layers.",
+                  "tensorflow.python.keras.layers.")
+_LAYER_BASES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
+                "tensorflow.compat.v1.keras.layers.", "keras.Layer")
+INHERITED_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "depthwise_kernel",
+                               "pointwise_kernel", "recurrent_kernel"})
+# Attribute uses of a variable that do not read its value.
+_NON_READS = frozenset({"assign", "assign_add", "assign_sub", "scatter_update", "scatter_add", "name", "shape",
+                        "dtype", "trainable", "ref", "experimental_ref", "initializer", "handle", "device",
+                        "constraint", "synchronization", "aggregation", "path", "get_shape"})
+
+
+def _trainable(call: cst.Call) -> bool:
+    """False only for ``trainable=False`` (a non-literal value is treated as unknown: not trainable)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "trainable":
+            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    return True
+
+
+@dataclass
+class _ClassFacts:
+    variables: set[str]
+    layers: set[str]
+
+
+class VariableFinder:
+    """Finds variable reads in function bodies of one file; class facts are computed once per class.
+
+    ``trainable_only``: the forward's ``variables=`` contract concerns trainable variables only,
+    while reading any variable inside grad has the same graph-mode problems.
+    """
+
+    def __init__(self, index: FileIndex, trainable_only: bool = True) -> None:
+        self.ix = index
+        self.trainable_only = trainable_only
+        self._classes: dict[int, _ClassFacts] = {}
+
+    def _counts(self, call: cst.Call) -> bool:
+        return not self.trainable_only or _trainable(call)
+
+    # -- what a value is --------------------------------------------------------------------
+    def is_variable_value(self, value: cst.CSTNode, receiver_self: bool = False) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _WEIGHT_METHODS:
+            return self._counts(value) and (not receiver_self or _is_name(value.func.value, "self"))
+        return call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS and self._counts(value)
+
+    def is_layer_value(self, value: cst.CSTNode) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        name = call_name(value, self.ix.qualnames) or ""
+        return (name.startswith(_LAYER_MODULES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS
+                and self._counts(value))
+
+    # -- reads ------------------------------------------------------------------------------
+    def reads(self, func: FuncNode, record: CustomGradient, created_ok: bool = True) -> list[VariableRead]:
+        """Variable reads in ``func``'s own body (nested functions excluded)."""
+        found: list[VariableRead] = []
+        seen: set[str] = set()
+        for node, text, kind in self._candidates(func, created_ok):
+            if text in seen or _passed_positionally(record, text):
+                continue
+            seen.add(text)
+            found.append(VariableRead(anchor=node, locate=self.ix.position, text=text, kind=kind))
+        return found
+
+    def _candidates(self, func: FuncNode, created_ok: bool) -> Iterator[tuple[cst.CSTNode, str, str]]:
+        for node in _own(func):
+            if isinstance(node, cst.Call):
+                if self.is_variable_value(node) and created_ok and not self._assigned(node):
+                    yield node, _text(node), "created"
+                elif self.is_layer_value(node.func):
+                    yield node, _text(node.func), "layer"
+                elif isinstance(node.func, cst.Name) and self._name_kind(node.func) == "layer":
+                    yield node, node.func.value, "layer"
+                elif isinstance(node.func, cst.Attribute) and self._self_attr_kind(node.func) == "layer":
+                    yield node, _text(node.func), "layer"
+            elif isinstance(node, cst.Name) and self._is_load(node):
+                kind = self._name_kind(node)
+                if kind in ("variable", "created") and (created_ok or kind == "variable"):
+                    yield node, node.value, kind
+            elif isinstance(node, cst.Attribute) and self._is_load(node):
+                if self._self_attr_kind(node) == "variable":
+                    yield node, _text(node), "attribute"
+            elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and self._is_load(node):
+                if self._name_kind(node.value, element=True) == "variable":
+                    yield node, _text(node), "variable"  # an element of a list of variables
+                else:
+                    kind = self._name_kind(node.value)
+                    if kind in ("variable", "created") and (created_ok or kind == "variable"):
+                        yield node, node.value.value, kind  # slicing a variable reads it
+
+    def _assigned(self, call: cst.Call) -> bool:
+        parent = self.ix.parent(call)
+        return isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.Element))
+
+    def _is_load(self, node: cst.CSTNode) -> bool:
+        parent = self.ix.parent(node)
+        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (
+                isinstance(parent, (cst.AugAssign, cst.For, cst.CompFor)) and parent.target is node):
+            return False
+        if isinstance(parent, cst.Attribute) and parent.value is node:
+            grand = self.ix.parent(parent)
+            return parent.attr.value not in _NON_READS and not (
+                isinstance(grand, cst.Attribute) or (isinstance(grand, cst.AssignTarget)))
+        if isinstance(parent, cst.Call) and parent.func is node:
+            return False
+        if isinstance(parent, cst.ComparisonTarget):
+            parent = self.ix.parent(parent)
+        if isinstance(parent, cst.Comparison) and any(
+                isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+            return False  # `v is w` matches variables by identity without reading them
+        if isinstance(parent, cst.Subscript) and parent.value is node:
+            return False  # the subscript is the read (a list of variables)
+        return True
+
+    def _name_kind(self, name: cst.Name, element: bool = False) -> str | None:
+        """'variable' / 'created' / 'layer' when every binding of ``name`` is one."""
+        owner = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
+        values = self.ix.env_for(owner).lookup(name.value)
+        if not values:
+            return None
+        kinds = set()
+        for value in values:
+            if isinstance(value, Unknown) or not isinstance(value, cst.CSTNode):
+                return None
+            if element:
+                if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
+                        self.is_variable_value(e.value) for e in value.elements if isinstance(e, cst.Element)):
+                    kinds.add("variable")
+                elif isinstance(value, cst.ListComp) and self.is_variable_value(value.elt):
+                    kinds.add("variable")
+                else:
+                    return None
+            elif self.is_variable_value(value):
+                local = self.ix.enclosing(value, (cst.FunctionDef, cst.Lambda)) is owner
+                kinds.add("created" if local else "variable")
+            elif self.is_layer_value(value):
+                kinds.add("layer")
+            else:
+                return None
+        return kinds.pop() if len(kinds) == 1 else None
+
+    def _self_attr_kind(self, attr: cst.Attribute) -> str | None:
+        if not isinstance(attr.value, cst.Name):
+            return None
+        cls = self._class_of_self(attr.value)
+        if cls is None:
+            return None
+        facts = self._class_facts(cls)
+        if attr.attr.value in facts.variables:
+            return "variable"
+        if attr.attr.value in facts.layers:
+            return "layer"
+        return None
+
+    def _class_of_self(self, name: cst.Name) -> cst.ClassDef | None:
+        """The class whose instance ``name`` is: the first parameter of an enclosing method."""
+        func = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
+        while func is not None:
+            params = func.params
+            own = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+            if name.value in own:
+                if not isinstance(func, cst.FunctionDef) or own[0] != name.value:
+                    return None
+                grand = self.ix.parent(self.ix.parent(func))
+                if not isinstance(grand, cst.ClassDef):
+                    return None
+                decos = {cst.helpers.get_full_name_for_node(d.decorator) for d in func.decorators}
+                return None if decos & {"staticmethod", "classmethod"} else grand
+            if name.value in self.ix.env_for(func).bindings:
+                return None
+            func = self.ix.enclosing(func, (cst.FunctionDef, cst.Lambda))
+        return None
+
+    def _class_facts(self, cls: cst.ClassDef) -> _ClassFacts:
+        facts = self._classes.get(id(cls))
+        if facts is not None:
+            return facts
+        variables: set[str] = set()
+        layers: set[str] = set()
+        other: set[str] = set()
+        for node in _walk_class(cls):
+            if not isinstance(node, cst.Assign):
+                continue
+            for target in node.targets:
+                t = target.target
+                if isinstance(t, cst.Attribute) and _is_name(t.value, "self"):
+                    attr = t.attr.value
+                    if self.is_variable_value(node.value, receiver_self=False):
+                        variables.add(attr)
+                    elif self.is_layer_value(node.value):
+                        layers.add(attr)
+                    elif not (isinstance(node.value, cst.Name) and node.value.value == "None"):
+                        other.add(attr)
+        if self._is_keras_layer_subclass(cls):
+            variables |= INHERITED_WEIGHTS - other - layers
+        facts = _ClassFacts(variables, layers - variables)
+        self._classes[id(cls)] = facts
+        return facts
+
+    def _is_keras_layer_subclass(self, cls: cst.ClassDef) -> bool:
+        """A subclass of a built-in Keras layer with weights (``kernel`` etc. come from it)."""
+        for base in cls.bases:
+            for name in self.ix.qualnames(base.value):
+                if name.startswith(_LAYER_BASES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+                    return True
+        return False
+
+
+def _is_name(node: cst.CSTNode, value: str) -> bool:
+    return isinstance(node, cst.Name) and node.value == value
+
+
+def _text(node: cst.CSTNode) -> str:
+    text = cst.Module(body=[]).code_for_node(node)
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _passed_positionally(record: CustomGradient, text: str) -> bool:
+    """A caller passes this variable as an input: TF leaves it out of ``variables``."""
+    pattern = re.compile(r"(?<![\w.])" + re.escape(text) + r"(?!\w)")
+    module = cst.Module(body=[])
+    for site in record.call_sites:
+        for arg in site.positional:
+            if pattern.search(module.code_for_node(arg.value)):
+                return True
+    return False
+
+
+def _own(func: FuncNode) -> Iterator[cst.CSTNode]:
+    stack: list[cst.CSTNode] = [func.body] if isinstance(func, cst.Lambda) else list(reversed(children(func.body)))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(reversed(children(node)))
+
+
+def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
+    stack: list[cst.CSTNode] = list(children(cls.body))
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, cst.ClassDef):
+            continue
+        stack.extend(children(node))
