@@ -40,7 +40,12 @@ def _doc_block(rule, heading: str) -> str:
     doc = rule.doc()
     section = doc.split(f"## {heading}", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    return code if "import tensorflow" in code else "import tensorflow as tf\n" + code
+    # doc examples leave out imports, like ruff's; add the usual ones
+    if "import tensorflow" not in code:
+        code = "import tensorflow as tf\n" + code
+    if "np." in code and "import numpy as np" not in code:
+        code = "import numpy as np\n" + code
+    return code
 
 
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
@@ -54,6 +59,7 @@ def test_rule_has_complete_doc(rule):
     doc = rule.doc()
     for heading in ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety"):
         assert f"## {heading}" in doc, f"{rule.code} doc lacks '## {heading}'"
+    assert rule.VALID and rule.INVALID, "every rule needs valid and invalid examples"
     assert re.fullmatch(r"CG\d{3}", rule.code)
     assert re.fullmatch(r"[a-z0-9-]+", rule.name)
 
