@@ -179,6 +179,10 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     errors = [outcome.error] if outcome.error else []
     for error in errors:
         print(error.one_line(), file=sys.stderr)
+    if errors and not outcome.changed:  # could not be checked (e.g. a syntax error): nothing to report
+        if args.fix and not args.diff:
+            sys.stdout.buffer.write(data)
+        return EXIT_ERROR
     if args.diff:
         sys.stdout.write(unified_diff(label, outcome.original, outcome.text))
         _fix_summary(args, [outcome], would=True)
