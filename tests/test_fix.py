@@ -96,6 +96,21 @@ def test_noqa_findings_are_not_fixed():
     assert fix_source(source, "m.py").text == source
 
 
+def test_edit_helpers_locate_nodes_like_the_rules_do():
+    from cg_lint.config import Settings
+    from cg_lint.engine import build_context
+    from cg_lint.fixes import insert_after, insert_before, node_code, replace_node
+
+    ctx = build_context(cst.parse_module(BROKEN), BROKEN, "m.py", Settings())
+    (record,) = ctx.records
+    value = record.returns[0].site.value
+    rule_fix = lint_source(BROKEN, "m.py").findings[0].fix
+    assert replace_node(ctx.index, value, "(x * 2.0, x * 3.0), grad") == rule_fix.edits[0]
+    assert node_code(value) == "x * 2.0, x * 3.0, grad"
+    fixes = [Fix("b", (insert_before(ctx.index, value, "("),)), Fix("a", (insert_after(ctx.index, value, ")"),))]
+    assert apply_fixes(BROKEN, fixes)[0] == BROKEN.replace("return x * 2.0, x * 3.0, grad", "return (x * 2.0, x * 3.0, grad)")
+
+
 # --- applying edits --------------------------------------------------------------------------
 
 def test_overlapping_fixes_apply_the_first_and_skip_the_other():
