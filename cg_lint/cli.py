@@ -141,10 +141,7 @@ def _check(args: argparse.Namespace) -> int:
     _report(args, findings, _sources(findings) if args.format == "text" else None, sys.stdout)
     for error in errors:
         print(error.one_line(), file=sys.stderr)
-    if args.format in ("text", "concise") and not args.quiet:
-        checked = sum(1 for r in results if r.parsed)
-        print(_found_summary(findings, args.unsafe_fixes) + f" ({_plural(checked, 'file')} with custom gradients checked"
-              + (f", {len(errors)} could not be checked)" if errors else ")"), file=sys.stderr)
+    _lint_summary(args, findings, sum(1 for r in results if r.parsed), errors)
     return _exit(args, findings, errors)
 
 
@@ -162,8 +159,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
         _report(args, findings, sources, sys.stdout)
         for error in errors:
             print(error.one_line(), file=sys.stderr)
-        if args.format in ("text", "concise") and not args.quiet:
-            print(_found_summary(findings, args.unsafe_fixes), file=sys.stderr)
+        _lint_summary(args, findings, int(result.parsed), errors)
         return _exit(args, findings, errors)
     # an editor replaces its buffer with what --fix prints: always print the source, fixed or not
     source = read_source(data, label)
@@ -186,7 +182,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     if args.diff:
         sys.stdout.write(unified_diff(label, outcome.original, outcome.text))
         _fix_summary(args, [outcome], would=True)
-        return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed else EXIT_CLEAN
+        return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
     sys.stdout.buffer.write(encode_source(outcome.text, source.encoding))
     sys.stdout.flush()
     sources = {label: outcome.text.splitlines()} if args.format == "text" else None
@@ -234,7 +230,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
     if errors:
         return EXIT_ERROR
     if args.diff:
-        return EXIT_FINDINGS if any(o.changed for o in outcomes) else EXIT_CLEAN
+        return EXIT_FINDINGS if any(o.changed for o in outcomes) and not args.exit_zero else EXIT_CLEAN
     return _exit(args, findings, errors)
 
 
@@ -264,6 +260,12 @@ def _report(args: argparse.Namespace, findings: list[Finding], sources, stream) 
     if out:
         stream.write(out)
         stream.flush()
+
+
+def _lint_summary(args: argparse.Namespace, findings: list[Finding], checked: int, errors: list[FileError]) -> None:
+    if args.format in ("text", "concise") and not args.quiet:
+        print(_found_summary(findings, args.unsafe_fixes) + f" ({_plural(checked, 'file')} with custom gradients checked"
+              + (f", {len(errors)} could not be checked)" if errors else ")"), file=sys.stderr)
 
 
 def _found_summary(findings: list[Finding], unsafe_fixes: bool) -> str:

@@ -157,14 +157,14 @@ def _section(doc: str, heading: str) -> str | None:
     return " ".join(match.group(1).split()) if match else None
 
 
-def rule_descriptor(code: str) -> dict:
+def rule_descriptor(code: str, level: str = "error") -> dict:
     from cg_lint.rules import RULES_BY_CODE  # late: runtime-check imports this module cheaply
 
     rule = RULES_BY_CODE.get(code)
     if rule is None:
         kind = "runtime-check" if re.fullmatch(r"CG1\d\d", code) else "cg-lint"
         return {"id": code, "shortDescription": {"text": f"{code} (reported by {kind})"},
-                "defaultConfiguration": {"level": "error"}}
+                "defaultConfiguration": {"level": level}}
     doc = rule.doc()
     body = doc.split("\n", 1)[1].strip()
     return {
@@ -173,7 +173,7 @@ def rule_descriptor(code: str) -> dict:
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": _section(doc, "What it does") or rule.title},
         "help": {"text": body, "markdown": body},
-        "defaultConfiguration": {"level": "error"},
+        "defaultConfiguration": {"level": level},
         "properties": {"tags": [rule.theme], "fixable": rule.fixable},
     }
 
@@ -215,7 +215,7 @@ def sarif_log(findings: Sequence[Finding], tool: str = "cg-lint", levels: Mappin
         "version": "2.1.0",
         "runs": [{
             "tool": {"driver": {"name": tool, "version": __version__,
-                                "rules": [rule_descriptor(c) for c in codes]}},
+                                "rules": [rule_descriptor(c, levels.get(c, "error")) for c in codes]}},
             "columnKind": "unicodeCodePoints",
             "results": [_sarif_result(f, index[f.code], levels.get(f.code, "error")) for f in findings],
         }],

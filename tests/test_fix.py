@@ -162,6 +162,7 @@ def test_diff_prints_a_unified_diff_and_writes_nothing(write, tmp_path):
         "+    return (x * 2.0, x * 3.0), grad\n")
     assert proc.stderr.decode() == "Would fix 1 problem, 0 remaining\n"
     assert path.read_text() == BROKEN
+    assert run_cli("m.py", "--diff", "--exit-zero", "-q", cwd=tmp_path).returncode == 0
 
 
 def test_diff_without_fixes_exits_0_silently(write, tmp_path):

@@ -169,6 +169,7 @@ def test_sarif_for_runtime_findings_uses_a_generic_descriptor_and_keeps_the_mode
         "id": "CG103", "shortDescription": {"text": "CG103 (reported by runtime-check)"},
         "defaultConfiguration": {"level": "error"}}
     assert [(r["level"], r["properties"]["mode"]) for r in run["results"]] == [("error", "tf.function"), ("note", "eager")]
+    assert run["tool"]["driver"]["rules"][1]["defaultConfiguration"] == {"level": "note"}
 
 
 def test_github_annotations(project):
