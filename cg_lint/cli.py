@@ -9,8 +9,11 @@ from pathlib import Path
 
 from cg_lint import __version__
 from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settings
-from cg_lint.engine import FileResult, lint_source
-from cg_lint.formatters import FORMATS, format_findings
+from cg_lint.engine import FileResult, decode, lint_source
+from cg_lint.findings import FileError, Finding
+from cg_lint.fixes import (MAX_ITERATIONS, FixOutcome, applicable, encode_source, fix_source, read_source,
+                           unified_diff)
+from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.rules import ALL_RULES, RULES_BY_CODE
 from cg_lint.runner import lint_paths
 
@@ -47,7 +50,12 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--extend-exclude", type=lambda v: tuple(x for x in v.split(",") if x), help="more exclude patterns")
     p.add_argument("--force-exclude", action="store_true",
                    help="apply excludes to files named on the command line too (for pre-commit)")
-    p.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text")
+    p.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
+                   help="text (default), concise, json, sarif or github")
+    p.add_argument("--fix", action="store_true", help="apply the safe fixes and write the files back")
+    p.add_argument("--unsafe-fixes", action="store_true", help="also apply fixes that are not always safe")
+    p.add_argument("--diff", action="store_true",
+                   help="print the fixes as a unified diff and write nothing (exit 1 if there are any)")
     p.add_argument("--stdin-filename", help="the path to report for source read from stdin")
     p.add_argument("--config", type=Path, help="a pyproject.toml to read [tool.cg_lint] from")
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
@@ -117,36 +125,179 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _check(args: argparse.Namespace) -> int:
     settings = _settings(args)
     paths = args.paths or ["."]
-    results: list[FileResult] = []
-    if paths == ["-"]:
-        label = args.stdin_filename or "-"
-        if args.force_exclude and args.stdin_filename and settings.is_excluded(label):
-            return EXIT_CLEAN
-        data = sys.stdin.buffer.read()
-        results.append(lint_source(data, label, settings, apply_noqa=not args.disable_noqa))
-    elif "-" in paths:
+    if "-" in paths and paths != ["-"]:
         raise UsageError("'-' (stdin) cannot be combined with other paths")
-    else:
-        for result in lint_paths(paths, settings, args.jobs, args.force_exclude):
-            if args.disable_noqa and result.parsed:
-                result = lint_source(Path(result.path).read_bytes(), result.path, settings, apply_noqa=False)
-            results.append(result)
+    if paths == ["-"]:
+        return _check_stdin(args, settings)
+    results: list[FileResult] = []
+    for result in lint_paths(paths, settings, args.jobs, args.force_exclude):
+        if args.disable_noqa and result.parsed:
+            result = lint_source(Path(result.path).read_bytes(), result.path, settings, apply_noqa=False)
+        results.append(result)
+    if args.fix or args.diff:
+        return _fix_files(args, settings, results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
     errors = [r.error for r in results if r.error is not None]
-    sources = _sources(findings) if args.format == "text" else None
-    out = format_findings(findings, args.format, sources)
-    if out:
-        sys.stdout.write(out)
-        sys.stdout.flush()
+    _report(args, findings, _sources(findings) if args.format == "text" else None, sys.stdout)
     for error in errors:
         print(error.one_line(), file=sys.stderr)
+    _lint_summary(args, findings, sum(1 for r in results if r.parsed), errors)
+    return _exit(args, findings, errors)
+
+
+def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
+    label = args.stdin_filename or "-"
+    data = sys.stdin.buffer.read()
+    excluded = args.force_exclude and args.stdin_filename and settings.is_excluded(label)
+    if not (args.fix or args.diff):
+        if excluded:
+            return EXIT_CLEAN
+        result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
+        findings = result.findings
+        errors = [result.error] if result.error else []
+        sources = {label: _lines(data, label)} if args.format == "text" else None
+        _report(args, findings, sources, sys.stdout)
+        for error in errors:
+            print(error.one_line(), file=sys.stderr)
+        _lint_summary(args, findings, int(result.parsed), errors)
+        return _exit(args, findings, errors)
+    # an editor replaces its buffer with what --fix prints: always print the source, fixed or not
+    source = read_source(data, label)
+    if isinstance(source, FileError) or excluded:
+        if args.fix and not args.diff:
+            sys.stdout.buffer.write(data)
+        if isinstance(source, FileError):
+            print(source.one_line(), file=sys.stderr)
+            return EXIT_ERROR
+        return EXIT_CLEAN
+    outcome = fix_source(source.text, label, settings, unsafe=args.unsafe_fixes, apply_noqa=not args.disable_noqa)
+    _warn_unconverged(outcome)
+    errors = [outcome.error] if outcome.error else []
+    for error in errors:
+        print(error.one_line(), file=sys.stderr)
+    if errors and not outcome.changed:  # could not be checked (e.g. a syntax error): nothing to report
+        if args.fix and not args.diff:
+            sys.stdout.buffer.write(data)
+        return EXIT_ERROR
+    if args.diff:
+        sys.stdout.write(unified_diff(label, outcome.original, outcome.text))
+        _fix_summary(args, [outcome], would=True)
+        return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
+    sys.stdout.buffer.write(encode_source(outcome.text, source.encoding))
+    sys.stdout.flush()
+    sources = {label: outcome.text.splitlines()} if args.format == "text" else None
+    _report(args, outcome.remaining, sources, sys.stderr)
+    _fix_summary(args, [outcome])
+    return _exit(args, outcome.remaining, errors)
+
+
+def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileResult]) -> int:
+    errors: list[FileError] = []
+    outcomes: list[FixOutcome] = []
+    findings: list[Finding] = []
+    sources: dict[str, list[str]] = {}
+    for result in results:
+        if result.error is not None:
+            errors.append(result.error)
+            continue
+        if not applicable(result.findings, args.unsafe_fixes):
+            findings.extend(result.findings)
+            continue
+        outcome = _fix_file(args, settings, result.path)
+        if isinstance(outcome, FileError):
+            errors.append(outcome)
+            findings.extend(result.findings)
+            continue
+        _warn_unconverged(outcome)
+        outcomes.append(outcome)
+        findings.extend(outcome.remaining)
+        sources[outcome.path] = outcome.text.splitlines()
+        if outcome.error is not None:
+            errors.append(outcome.error)
+    errors.sort(key=lambda e: e.path)
+    if args.diff:
+        for outcome in sorted(outcomes, key=lambda o: o.path):
+            sys.stdout.write(unified_diff(outcome.path, outcome.original, outcome.text))
+        sys.stdout.flush()
+    else:
+        findings.sort(key=lambda f: f.sort_key())
+        if args.format == "text":
+            sources.update(_sources([f for f in findings if f.path not in sources]))
+        _report(args, findings, sources, sys.stdout)
+    for error in errors:
+        print(error.one_line(), file=sys.stderr)
+    _fix_summary(args, outcomes, would=args.diff, unchanged=findings)
+    if errors:
+        return EXIT_ERROR
+    if args.diff:
+        return EXIT_FINDINGS if any(o.changed for o in outcomes) and not args.exit_zero else EXIT_CLEAN
+    return _exit(args, findings, errors)
+
+
+def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOutcome | FileError:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        return FileError(path, f"cannot read: {e.strerror or e}")
+    source = read_source(data, path)
+    if isinstance(source, FileError):
+        return source
+    outcome = fix_source(source.text, path, settings, unsafe=args.unsafe_fixes, apply_noqa=not args.disable_noqa)
+    if outcome.changed and not args.diff:
+        try:
+            new = encode_source(outcome.text, source.encoding)
+        except UnicodeEncodeError:
+            return FileError(path, f"cannot write the fixes: the fixed text is not encodable as {source.encoding}")
+        try:
+            Path(path).write_bytes(new)
+        except OSError as e:
+            return FileError(path, f"cannot write the fixes: {e.strerror or e}")
+    return outcome
+
+
+def _report(args: argparse.Namespace, findings: list[Finding], sources, stream) -> None:
+    out = format_findings(findings, args.format, sources, stream, unsafe_fixes=args.unsafe_fixes)
+    if out:
+        stream.write(out)
+        stream.flush()
+
+
+def _lint_summary(args: argparse.Namespace, findings: list[Finding], checked: int, errors: list[FileError]) -> None:
     if args.format in ("text", "concise") and not args.quiet:
-        checked = sum(1 for r in results if r.parsed)
-        files = len({f.path for f in findings})
-        summary = (f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} in {files} "
-                   f"file{'s' if files != 1 else ''}" if findings else "No problems found")
-        print(f"{summary} ({checked} file{'s' if checked != 1 else ''} with custom gradients checked"
+        print(_found_summary(findings, args.unsafe_fixes) + f" ({_plural(checked, 'file')} with custom gradients checked"
               + (f", {len(errors)} could not be checked)" if errors else ")"), file=sys.stderr)
+
+
+def _found_summary(findings: list[Finding], unsafe_fixes: bool) -> str:
+    if not findings:
+        return "No problems found"
+    files = len({f.path for f in findings})
+    text = f"Found {_plural(len(findings), 'problem')} in {_plural(files, 'file')}"
+    now, hidden = fix_counts(findings, unsafe_fixes)
+    if now:
+        text += f", {now} fixable with --fix" + (" --unsafe-fixes" if unsafe_fixes else "")
+    if hidden:
+        text += f", {hidden} more with --unsafe-fixes"
+    return text
+
+
+def _fix_summary(args: argparse.Namespace, outcomes: list[FixOutcome], would: bool = False,
+                 unchanged: list[Finding] | None = None) -> None:
+    if args.quiet or args.format not in ("text", "concise"):
+        return
+    fixed = sum(o.fixed for o in outcomes)
+    remaining = len(unchanged) if unchanged is not None else sum(len(o.remaining) for o in outcomes)
+    verb = "Would fix" if would else "Fixed"
+    print(f"{verb} {_plural(fixed, 'problem')}, {remaining} remaining", file=sys.stderr)
+
+
+def _warn_unconverged(outcome: FixOutcome) -> None:
+    if not outcome.converged:
+        print(f"cg-lint: warning: {outcome.path}: fixes did not converge after {MAX_ITERATIONS} passes "
+              "(please report this)", file=sys.stderr)
+
+
+def _exit(args: argparse.Namespace, findings: list[Finding], errors: list[FileError]) -> int:
     if errors:
         return EXIT_ERROR
     if findings and not args.exit_zero:
@@ -154,11 +305,20 @@ def _check(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _lines(data: bytes, path: str) -> list[str]:
+    text = decode(data, path)
+    return [] if isinstance(text, FileError) else text.splitlines()
+
+
 def _sources(findings) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for path in {f.path for f in findings}:
         try:
-            out[path] = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+            out[path] = _lines(Path(path).read_bytes(), path)
         except OSError:
             continue
     return out
