@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from cg_lint.formatters import FORMATS
+
 from . import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -25,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Run TensorFlow custom gradients eagerly and under tf.function and check arity, shape, dtype, "
         "variables, NaN/Inf and eager/graph agreement."))
     parser.add_argument("targets", nargs="+", metavar="TARGET", help="a file, a folder or a dotted module name")
-    parser.add_argument("--format", choices=("text", "concise", "json"), default="text",
+    parser.add_argument("--format", "--output-format", dest="format", choices=FORMATS, default="text",
                         help="output format (default: text, with a summary table)")
     parser.add_argument("--only-flagged", action="store_true",
                         help="check only the functions cg-lint flags")

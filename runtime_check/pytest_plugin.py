@@ -104,7 +104,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     if not findings:
         terminalreporter.write_line("no findings")
         return
-    terminalreporter.write_line(format_findings(findings, "text"))
+    terminalreporter.write_line(format_findings(findings, "concise"))
     verdict = "failing the run" if state.mode == "fail" else "reported only (--cg-runtime-check=warn)"
     terminalreporter.write_line(f"{len(findings)} finding(s), {verdict}")
 

@@ -1,17 +1,18 @@
-"""Output formats. Everything goes through :func:`format_findings`, so it can later be switched to
-cg-lint's shared formatters (``sarif`` and ``github`` will come from there)."""
+"""Output for runtime-check: the linter's formats (one shared implementation), plus the summary table."""
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 from typing import Any, Iterable, Sequence
 
 from cg_lint.findings import Finding
+from cg_lint.formatters import FORMATS as SHARED_FORMATS
+from cg_lint.formatters import format_findings as shared_format
 
 from .issues import INFO_CODES
 
-FORMATS = ("text", "concise", "json")
+FORMATS = SHARED_FORMATS
 
 
 def to_finding(data: dict[str, Any]) -> Finding:
@@ -35,13 +36,17 @@ def is_failure(finding: Finding) -> bool:
 
 
 def format_findings(findings: Sequence[Finding], fmt: str) -> str:
-    """``text`` and ``concise``: ``path:line:col CODE message`` per line; ``json``: an array."""
-    if fmt == "json":
-        keys = ("path", "line", "column", "code", "message", "function", "mode")
-        return json.dumps([{k: f.to_json()[k] for k in keys} for f in findings], indent=2)
-    if fmt in ("text", "concise"):
-        return "\n".join(f"{f.path}:{f.line}:{f.column} {f.code} {f.message}" for f in findings)
-    raise ValueError(f"unknown format {fmt!r}")
+    """The same formats as cg-lint's; info codes (no valid inputs) are notes, not errors."""
+    sources: dict[str, list[str]] = {}
+    if fmt == "text":
+        for path in {f.path for f in findings}:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    sources[path] = fh.read().splitlines()
+            except OSError:
+                continue
+    return shared_format(findings, fmt, sources, sys.stdout, tool="runtime-check",
+                         levels={code: "note" for code in INFO_CODES}).rstrip("\n")
 
 
 def summary_table(rows: Sequence[tuple[str, str, str]]) -> str:

@@ -17,7 +17,7 @@ from cg_lint.engine import lint_source
 from cg_lint.findings import Edit, Fix
 from cg_lint.fixes import apply_fixes, applicable, fix_source, unified_diff
 from cg_lint.rules import ALL_RULES
-from conftest import ROOT, run_cli
+from lint_helpers import ROOT, run_cli
 
 BROKEN = """\
 import tensorflow as tf

@@ -14,7 +14,7 @@ import pytest
 
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.formatters import FORMATS, escape_data, escape_property, format_findings, github_line
-from conftest import ROOT, run_cli
+from lint_helpers import ROOT, run_cli
 
 SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
 

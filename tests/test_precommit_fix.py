@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, run_cli
+from lint_helpers import ROOT, run_cli
 from test_fix import BROKEN, FIXED
 
 pytest.importorskip("pre_commit")

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cg_lint.findings import Finding
+from cg_lint.findings import Finding, Fix
+from cg_lint.fixes import insert_after, replace_node
 from cg_lint.model import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, plural
 from cg_lint.tensors import Tensors, statement_of
@@ -95,7 +96,9 @@ class MissingVariablesArgument(Rule):
     Or pass the variable in as an input (`scale(x, w)`): TF then treats it like any input.
 
     ## Fix safety
-    No automatic fix: grad must also return the variables' gradients.
+    Safe, and offered only when every `return` of grad already is `(input_grads, [variable_grads])`:
+    then adding `variables=None` to grad's signature is the whole defect. Otherwise grad must also
+    return the variables' gradients, which has to be written by hand.
 
     ## Known limitations
     Variables read through helper functions, containers other than literal lists, or attributes of
@@ -107,6 +110,7 @@ class MissingVariablesArgument(Rule):
     name = "missing-variables-argument"
     title = "forward reads variables but grad does not accept 'variables'"
     theme = "variables"
+    fixable = True
     VALID = (
         """
 import tensorflow as tf
@@ -179,6 +183,18 @@ def f(x):
 """,
     )
     INVALID = (
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scale(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy):  # expect: CG004
+        return dy * w_value, [tf.reduce_sum(dy * x)]
+    return x * w_value, grad
+""",
         """
 import tensorflow as tf
 
@@ -267,7 +283,25 @@ class MyDense(tf.keras.layers.Dense):
                     f"({_listing(record.variable_reads)}) but {who} accepts neither 'variables' nor **kwargs: "
                     f"TF raises TypeError at the forward call, eagerly and under tf.function (grad_fn must accept "
                     f"keyword argument 'variables'); add variables=None and return (input_grads, variable_grads)"),
-                    record.qualname)
+                    record.qualname, _add_variables_fix(ctx, grad))
+
+
+def _add_variables_fix(ctx: LintContext, grad: GradFn) -> Fix | None:
+    """``variables=None`` after grad's last parameter, only when every return already is
+    ``(input_grads, [variable_grads])``: then the signature is the whole defect."""
+    if not grad.returns or not isinstance(grad.node, cst.FunctionDef):
+        return None
+    for site in grad.returns:
+        elements = _elements(_literal(site.value, ctx))
+        if elements is None or len(elements) != 2 or not isinstance(elements[1], cst.List):
+            return None
+    params = grad.node.params
+    last = [*params.params, *([params.star_arg] if isinstance(params.star_arg, cst.Param) else []),
+            *params.kwonly_params][-1:]
+    if not last:
+        return None
+    end = last[0].default or last[0].annotation or last[0].name
+    return Fix("Add 'variables=None' to grad", (insert_after(ctx.index, end, ", variables=None"),), safe=True)
 
 
 class VariablesReturnNotPair(Rule):
@@ -448,7 +482,9 @@ class VariableGradsNotList(Rule):
     ```
 
     ## Fix safety
-    No automatic fix (a one-character change, but usually next to CG007).
+    Safe for a literal tuple in the returned pair (`return dx, (g,)` becomes `return dx, [g]`): TF
+    could not use the tuple, and the list holds the same gradients in the same order. A tuple reached
+    through a name, `tuple(...)` or a single tensor is not fixed automatically.
 
     ## Known limitations
     Only checked when the forward is known to read variables.
@@ -458,6 +494,7 @@ class VariableGradsNotList(Rule):
     name = "variable-grads-not-list"
     title = "variable gradients returned as a tuple"
     theme = "variables"
+    fixable = True
     VALID = (
         """
 import tensorflow as tf
@@ -533,7 +570,20 @@ def f(x):
                     yield self.finding(ctx, line, column, (
                         f"grad of '{record.name}' returns its variable gradients as {what}: when the gradient is "
                         f"taken, eagerly and under tf.function, TF raises {error}; return a list with one gradient "
-                        f"per variable"), record.qualname)
+                        f"per variable"), record.qualname, _list_fix(ctx, site.value, elements[1]))
+
+
+def _list_fix(ctx: LintContext, pair: cst.BaseExpression | None, var_grads: cst.BaseExpression) -> Fix | None:
+    """``return dx, (g,)`` -> ``return dx, [g]``. The whole pair is rewritten: libcst positions exclude a
+    node's parentheses, so replacing only the tuple would leave ``([g])`` behind."""
+    if (not isinstance(pair, cst.Tuple) or not isinstance(var_grads, cst.Tuple)
+            or pair.elements[1].value is not var_grads):
+        return None
+    items = list(var_grads.elements)
+    if items:
+        items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    new_pair = pair.with_changes(elements=[pair.elements[0], pair.elements[1].with_changes(value=cst.List(items))])
+    return Fix("Return the variable gradients as a list", (replace_node(ctx.index, pair, new_pair),), safe=True)
 
 
 class PositionalVariableGrads(Rule):

@@ -27,7 +27,7 @@ def test_unknown_module_name(tmp_path: Path, cli):
 
 def test_unknown_format(tmp_path: Path, cli):
     line = _one_line_error(cli("--format", "xml", "x.py", cwd=tmp_path))
-    assert line.startswith("runtime-check: error: argument --format: invalid choice: 'xml'")
+    assert line.startswith("runtime-check: error: argument --format/--output-format: invalid choice: 'xml'")
 
 
 def test_not_a_python_file(tmp_path: Path, cli):

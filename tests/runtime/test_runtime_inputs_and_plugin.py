@@ -75,7 +75,7 @@ def test_declared_inputs_are_used(project: Path, cli):
     assert completed.returncode == 1, completed.stderr
     lines = completed.stdout.splitlines()
     (cg012,) = [ln for ln in lines if " CG012 " in ln]
-    assert cg012.startswith(f"shapes.py:{_where(project / 'shapes.py', 'repeat_sum')} CG012 'repeat_sum': ")
+    assert cg012.startswith(f"shapes.py:{_where(project / 'shapes.py', 'repeat_sum')}: CG012 'repeat_sum': ")
     assert "cannot be interpreted as an integer" in cg012
     assert "confirmed at runtime under tf.function" in cg012
     assert "inputs x: float32[3], n: 2" in cg012
@@ -123,12 +123,12 @@ def test_plugin_reports_in_terminal_summary_and_fails(suite_fail):
     assert suite_fail.returncode == 1, out[-3000:]
     section = out[out.index("custom-gradient runtime check"):]
     ops = FIXTURES / "plugin_suite" / "cg_ops.py"
-    assert (f"cg_ops.py:{_where(ops, 'summed_grad')} CG101 'summed_grad': gradient for input 'x' has shape () "
+    assert (f"cg_ops.py:{_where(ops, 'summed_grad')}: CG101 'summed_grad': gradient for input 'x' has shape () "
             "but the input has shape (3,)") in section
     # fails only when traced: found by re-running the real eager call under tf.function
-    assert f"cg_ops.py:{_where(ops, 'branchy')} CG009 'branchy'" in section
+    assert f"cg_ops.py:{_where(ops, 'branchy')}: CG009 'branchy'" in section
     assert "confirmed at runtime under tf.function" in section
-    assert f"cg_ops.py:{_where(ops, 'scale')} CG008 'scale': called with keyword argument(s) factor" in section
+    assert f"cg_ops.py:{_where(ops, 'scale')}: CG008 'scale': called with keyword argument(s) factor" in section
     assert "scaled_identity" not in section
     assert "3 finding(s), failing the run" in section
 

@@ -62,17 +62,21 @@ FINDINGS = [
 
 
 def test_text_and_concise_formats():
-    text = format_findings(FINDINGS, "text")
-    assert text.splitlines()[0] == ("m.py:3:1 CG101 'f': gradient for input 'x' has shape () "
-                                    "but the input has shape (3,)")
-    assert format_findings(FINDINGS, "concise") == text
+    concise = format_findings(FINDINGS, "concise")
+    assert concise.splitlines()[0] == ("m.py:3:1: CG101 'f': gradient for input 'x' has shape () "
+                                       "but the input has shape (3,)")
+    # text is the same first line, then the source (when the file exists) and the mode
+    text = format_findings(FINDINGS, "text").splitlines()
+    assert text[0] == concise.splitlines()[0]
+    assert "      = mode: eager" in text
 
 
 def test_json_format():
     data = json.loads(format_findings(FINDINGS, "json"))
-    assert data[0] == {"path": "m.py", "line": 3, "column": 1, "code": "CG101",
-                       "message": FINDINGS[0].message, "function": "f", "mode": "eager"}
-    assert format_findings([], "json") == "[]"
+    keys = ("path", "line", "column", "code", "message", "function", "mode")
+    assert {k: data[0][k] for k in keys} == {"path": "m.py", "line": 3, "column": 1, "code": "CG101",
+                                              "message": FINDINGS[0].message, "function": "f", "mode": "eager"}
+    assert json.loads(format_findings([], "json")) == []
 
 
 def test_unknown_format_rejected():
