@@ -96,7 +96,7 @@ def _excerpt(f: Finding, src: Sequence[str] | None, colour: bool, unsafe_fixes: 
             span = max(1, _width(text[f.column - 1: f.end_column - 1]))
         out.append(_paint(gutter, "34", colour) + text)
         out.append(bar + pad + _paint("^" * span, "1;31", colour))
-    if f.mode:
+    if f.mode and f"[{f.mode}" not in f.message:  # runtime messages usually name their modes already
         out.append(_paint("      = ", "34", colour) + f"mode: {f.mode}")
     if f.fix is not None:
         how = "--fix" if f.fix.safe else "--unsafe-fixes"
