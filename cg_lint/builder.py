@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from cg_lint.model import (
     CallSite,
@@ -18,6 +17,7 @@ from cg_lint.model import (
     Signature,
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
+from cg_lint.positions import compute_ranges
 from cg_lint.values import IMPORTED, Env, build_env, children, own_nodes
 
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
@@ -184,17 +184,16 @@ class FileIndex:
     # -- positions -------------------------------------------------------------------------
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of a node's start."""
-        rng = self._ranges().get(node)
-        return (1, 1) if rng is None else (rng.start.line, rng.start.column + 1)
+        rng = self._ranges().get(id(node))
+        return (1, 1) if rng is None else (rng[0], rng[1] + 1)
 
     def end_position(self, node: cst.CSTNode) -> tuple[int, int]:
-        rng = self._ranges().get(node)
-        return (1, 1) if rng is None else (rng.end.line, rng.end.column + 1)
+        rng = self._ranges().get(id(node))
+        return (1, 1) if rng is None else (rng[2], rng[3] + 1)
 
-    def _ranges(self):
+    def _ranges(self) -> dict[int, tuple[int, int, int, int]]:
         if self._positions is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
+            self._positions = compute_ranges(self.module)  # same ranges as libcst's PositionProvider
         return self._positions
 
 

@@ -6,6 +6,7 @@ import io
 import sys
 import tokenize
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -14,8 +15,12 @@ from cg_lint.config import Settings
 from cg_lint.findings import FileError, Finding
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
+from cg_lint import prefilter
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
+
+if TYPE_CHECKING:
+    import ast
 
 
 # libcst's visitors (positions) recurse once per nesting level; deep real code needs more room
@@ -45,13 +50,15 @@ def decode(data: bytes, path: str) -> str | FileError:
 
 
 def might_contain(data: bytes | str, settings: Settings) -> bool:
-    if isinstance(data, str):
-        return any(m in data for m in settings.markers())
-    return any(m.encode() in data for m in settings.markers())
+    return prefilter.might_contain(data, settings.markers())
 
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
-                apply_noqa: bool = True) -> FileResult:
+                apply_noqa: bool = True, *, tree: ast.Module | None = None,
+                reduce: bool = True) -> FileResult:
+    """``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``reduce=False``
+    hands libcst the whole text of every substring candidate (the reference the prefilter is tested
+    against)."""
     settings = settings or Settings()
     result = FileResult(path)
     if not might_contain(source, settings):
@@ -63,8 +70,14 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             return result
     else:
         text = source
+    parse_text = text
+    if reduce:
+        plan = prefilter.plan(text, settings.markers(), tree)
+        if plan.skip:
+            return result
+        parse_text = plan.text
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
         result.error = FileError(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
         return result
