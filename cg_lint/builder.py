@@ -17,9 +17,10 @@ from cg_lint.model import (
     Signature,
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
-from cg_lint.positions import compute_ranges
+from cg_lint.positions import LazyRanges
 from cg_lint.values import IMPORTED, Env, build_env, children, own_nodes
 
+_PARTIAL = ("functools.partial", "partial")
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
 
 
@@ -32,16 +33,21 @@ class FileIndex:
     """
 
     def __init__(self, module: cst.Module, module_name: str | None, is_package: bool,
-                 extra_names: frozenset[str]) -> None:
+                 extra_names: frozenset[str], statement_starts: list[int] | None = None,
+                 source_lines: list[str] | None = None) -> None:
+        """``statement_starts`` (first line of each top-level statement, from the ``ast``) and
+        ``source_lines`` (the parsed text, split with line endings) let positions be computed per
+        statement; without them the first position regenerates the whole module."""
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
         self.extra_names = extra_names
         self.parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
-        self._positions = None
+        self._positions = LazyRanges(module, statement_starts, source_lines)
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
+        self._aliases: dict[tuple[str, ...], set[str]] = {}
         self._index()
         self.module_env = build_env(module, set(), None)
         self.envs: dict[int, Env] = {}
@@ -153,6 +159,14 @@ class FileIndex:
                                        if is_custom_gradient_name(v, self.extra_names))
         return self._spellings
 
+    def import_aliases(self, targets: tuple[str, ...]) -> set[str]:
+        """Names some import binds to one of ``targets`` (``from functools import partial as p``)."""
+        found = self._aliases.get(targets)
+        if found is None:
+            found = {k for table in self.imports.values() for k, v in table.items() if v in targets}
+            self._aliases[targets] = found
+        return found
+
     def env_for(self, func: cst.CSTNode | None) -> Env:
         """Local bindings of ``func``, chained to the enclosing functions and the module."""
         if func is None or isinstance(func, cst.Module):
@@ -184,17 +198,19 @@ class FileIndex:
     # -- positions -------------------------------------------------------------------------
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of a node's start."""
-        rng = self._ranges().get(id(node))
+        rng = self._range(node)
         return (1, 1) if rng is None else (rng[0], rng[1] + 1)
 
     def end_position(self, node: cst.CSTNode) -> tuple[int, int]:
-        rng = self._ranges().get(id(node))
+        rng = self._range(node)
         return (1, 1) if rng is None else (rng[2], rng[3] + 1)
 
-    def _ranges(self) -> dict[int, tuple[int, int, int, int]]:
-        if self._positions is None:
-            self._positions = compute_ranges(self.module)  # same ranges as libcst's PositionProvider
-        return self._positions
+    def _range(self, node: cst.CSTNode) -> tuple[int, int, int, int] | None:
+        """libcst's PositionProvider range of ``node`` (see cg_lint.positions)."""
+        top, parent = node, self.parent(node)
+        while parent is not None and parent is not self.module:
+            top, parent = parent, self.parent(parent)
+        return self._positions.get(node, top if parent is self.module else None)
 
 
 def _signature(func: FuncNode, drop_first: bool) -> Signature:
@@ -447,6 +463,11 @@ class ModelBuilder:
             ))
 
     def _is_partial(self, call: cst.Call) -> bool:
+        # cheap textual test first (as in is_custom_gradient): resolving builds environments
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last != "partial" and last not in self.ix.import_aliases(_PARTIAL):
+            return False
         return any(n in ("functools.partial", "partial") for n in self.ix.qualnames(call.func))
 
 

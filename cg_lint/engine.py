@@ -70,12 +70,12 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             return result
     else:
         text = source
-    parse_text = text
+    parse_text, starts = text, None
     if reduce:
         plan = prefilter.plan(text, settings.markers(), tree)
         if plan.skip:
             return result
-        parse_text = plan.text
+        parse_text, starts = plan.text, plan.starts
     try:
         module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
@@ -86,7 +86,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
         return result
     result.parsed = True
     try:
-        result.findings = _run_rules(module, text, path, settings)
+        result.findings = _run_rules(module, text, path, settings, starts, parse_text)
     except RecursionError:
         result.error = FileError(path, "cannot analyse: nesting too deep")
         return result
@@ -102,19 +102,23 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     return result
 
 
-def build_context(module: cst.Module, text: str, path: str, settings: Settings) -> LintContext:
+def build_context(module: cst.Module, text: str, path: str, settings: Settings,
+                  starts: list[int] | None = None, parsed_text: str | None = None) -> LintContext:
+    """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced."""
     module_name = module_name_for(path)
-    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators)
+    lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
+    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines)
     builder = ModelBuilder(index)
     records = builder.build()
     return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
 
 
-def _run_rules(module: cst.Module, text: str, path: str, settings: Settings) -> list[Finding]:
+def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
+               starts: list[int] | None = None, parsed_text: str | None = None) -> list[Finding]:
     rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings)
+    ctx = build_context(module, text, path, settings, starts, parsed_text)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

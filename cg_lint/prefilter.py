@@ -60,6 +60,9 @@ class Plan:
     text: str
     kept: int = 0  # top-level statements kept (for benchmarks and tests)
     total: int = 0
+    # first line of each top-level statement of ``text`` as libcst will see them (a line holding
+    # `a = 1; b = 2` is one); lets positions be computed one statement at a time
+    starts: list[int] | None = None
 
 
 def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, reduce: bool = True) -> Plan:
@@ -203,7 +206,7 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> 
     if not used:
         return Plan(True, "", 0, len(body))
     if not reduce:
-        return Plan(False, text, len(body), len(body))
+        return Plan(False, text, len(body), len(body), [s for s, _ in _groups(body)[1]])
     return _reduce(text, lines, offsets, body, sorted(set(occ) | set(alias_occ)))
 
 
@@ -212,8 +215,8 @@ def _touches_span(stmt: ast.stmt, occ: list[int]) -> bool:
     return i < len(occ) and occ[i] <= (stmt.end_lineno or stmt.lineno)
 
 
-def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], occ: list[int]) -> Plan:
-    # group statements that share a line (`a = 1; b = 2`): kept or blanked together
+def _groups(body: list[ast.stmt]) -> tuple[list[list[ast.stmt]], list[tuple[int, int]]]:
+    """Statements that share a line (`a = 1; b = 2`) form one group: kept or blanked together."""
     groups: list[list[ast.stmt]] = []
     spans: list[tuple[int, int]] = []
     for stmt in body:
@@ -224,6 +227,11 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
         else:
             groups.append([stmt])
             spans.append((first, last))
+    return groups, spans
+
+
+def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], occ: list[int]) -> Plan:
+    groups, spans = _groups(body)
     starts = [s for s, _ in spans]
 
     def group_of_line(line: int) -> int | None:
@@ -272,7 +280,7 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
                     kept.add(other)
                     work.append(other)
     if len(kept) == len(groups):
-        return Plan(False, text, len(body), len(body))
+        return Plan(False, text, len(body), len(body), starts)
     out = list(lines)
     for g, (first, last) in enumerate(spans):
         if g not in kept:
@@ -280,4 +288,4 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
                 line = out[i]
                 out[i] = line[len(line.rstrip("\r\n")):]
     kept_stmts = sum(len(groups[g]) for g in kept)
-    return Plan(False, "".join(out), kept_stmts, len(body))
+    return Plan(False, "".join(out), kept_stmts, len(body), [starts[g] for g in sorted(kept)])
