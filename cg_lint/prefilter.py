@@ -207,7 +207,7 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> 
         return Plan(True, "", 0, len(body))
     if not reduce:
         return Plan(False, text, len(body), len(body), [s for s, _ in _groups(body)[1]])
-    return _reduce(text, lines, offsets, body, sorted(set(occ) | set(alias_occ)))
+    return _reduce(text, lines, offsets, body, sorted(set(occ) | set(alias_occ)), words | aliases)
 
 
 def _touches_span(stmt: ast.stmt, occ: list[int]) -> bool:
@@ -230,62 +230,233 @@ def _groups(body: list[ast.stmt]) -> tuple[list[list[ast.stmt]], list[tuple[int,
     return groups, spans
 
 
-def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], occ: list[int]) -> Plan:
+class _Unit:
+    """A top-level statement group, or one member of a top-level class (its body statements)."""
+
+    __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state")
+
+    def __init__(self, stmts: list[ast.stmt], first: int, last: int, cls: "_Unit | None" = None) -> None:
+        self.stmts, self.first, self.last, self.cls = stmts, first, last, cls
+        one = stmts[0] if len(stmts) == 1 else None
+        self.name = one.name if isinstance(one, _DEF) else None
+        self.is_def = isinstance(one, (ast.FunctionDef, ast.AsyncFunctionDef))
+        self.members: list[_Unit] = []
+        # first line of the body: a def is stubbed, a class reduced, only when it starts below the header
+        self.body_line = 0
+        if one is not None and isinstance(one, _DEF) and one.body and one.body[0].lineno > one.lineno:
+            self.body_line = _first_line(one.body[0])
+        self.state = _BLANK
+
+
+_BLANK, _STUB, _FULL = 0, 1, 2
+
+
+def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], occ: list[int],
+            spellings: set[str]) -> Plan:
+    """Gate 3. What the model reads, and so what is kept (tests/test_prefilter.py checks it):
+
+    - roots: statements holding a marker or alias, in full, and the defs named in their ``return``
+      values or as arguments of a marker call (grad functions, call-form targets), and the defs
+      named in those defs' returns (grads of call-form targets), in full;
+    - call sites: statements naming a function a root defines (or such a def), in full;
+    - name resolution: every top-level statement binding a name a kept statement mentions; defs and
+      classes kept only for that become stubs (header and ``...``), other statements stay whole;
+    - in kept classes: members that are not defs, import, or define a ``self.x`` a kept member
+      reads, or are named by one (properties, grad methods).
+    """
     groups, spans = _groups(body)
-    starts = [s for s, _ in spans]
+    top = [_Unit(g, a, b) for g, (a, b) in zip(groups, spans)]
+    leaves: list[_Unit] = []  # units a line can belong to, in line order (class headers excluded)
+    for unit in top:
+        cls = unit.stmts[0]
+        if unit.name is not None and not unit.is_def and unit.body_line:
+            for g, (a, b) in zip(*_groups(cls.body)):
+                unit.members.append(_Unit(g, a, b, unit))
+            leaves.extend(unit.members)
+        else:
+            leaves.append(unit)
+    leaf_starts = [u.first for u in leaves]
+    top_starts = [u.first for u in top]
 
-    def group_of_line(line: int) -> int | None:
-        i = bisect.bisect_right(starts, line) - 1
-        return i if i >= 0 and spans[i][0] <= line <= spans[i][1] else None
+    def unit_at(line: int) -> _Unit | None:
+        i = bisect.bisect_right(leaf_starts, line) - 1
+        if i >= 0 and leaves[i].first <= line <= leaves[i].last:
+            return leaves[i]
+        j = bisect.bisect_right(top_starts, line) - 1  # a class header line
+        return top[j] if j >= 0 and top[j].first <= line <= top[j].last else None
 
-    def mentions(g: int) -> set[str]:
-        first, last = spans[g]
-        return set(_WORD.findall(text, offsets.starts[first - 1], offsets.starts[last]))
+    def words(first: int, last: int) -> set[str]:
+        return set(_WORD.findall(text, offsets.starts[first - 1], offsets.starts[min(last, len(lines))]))
 
-    binds = [set().union(*(_binds(s) for s in group)) for group in groups]
-    binders: dict[str, list[int]] = {}
-    for g, names in enumerate(binds):
-        for name in names:
-            binders.setdefault(name, []).append(g)
-    defs = {s.name for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    def header_words(unit: _Unit) -> set[str]:
+        return words(unit.first, (unit.body_line or unit.last + 1) - 1)
 
-    kept: set[int] = set()
+    full: list[_Unit] = []
+
+    def make_full(unit: _Unit) -> None:
+        if unit.state != _FULL:
+            unit.state = _FULL
+            full.append(unit)
+            if unit.cls is not None and unit.cls.state != _FULL:
+                unit.cls.state = _FULL
+                full.append(unit.cls)
+
+    roots: list[_Unit] = []
     for line in occ:
-        g = group_of_line(line)
-        if g is not None:
-            kept.add(g)
-    roots = sorted(kept)
-    for g, group in enumerate(groups):  # `from __future__` and star imports change how others parse/resolve
-        if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*") for s in group):
-            kept.add(g)
-    # call sites: statements mentioning what a root defines, or a module-level def a root mentions
-    callees: set[str] = set()
-    for g in roots:
-        if not all(isinstance(s, _IMPORT) for s in groups[g]):
-            callees |= binds[g]
-        callees |= mentions(g) & defs
-    for line in _occurrence_lines(text, callees, offsets):
-        g = group_of_line(line)
-        if g is not None:
-            kept.add(g)
-    # bindings of every name a kept statement mentions, to a fixpoint
+        unit = unit_at(line)
+        if unit is None:
+            continue
+        if unit.members and line < unit.body_line:  # in a class header: keep the class whole
+            for m in unit.members:
+                make_full(m)
+            unit.members = []
+        make_full(unit)
+        roots.append(unit)
+    for unit in top:  # `from __future__` and star imports change how the rest parses or resolves
+        if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
+               for s in unit.stmts):
+            make_full(unit)
+
+    defs: dict[str, list[_Unit]] = {}
+    for unit in leaves:
+        if unit.is_def:
+            defs.setdefault(unit.name, []).append(unit)
+    # defs the roots return or pass to a marker call (grads, call-form targets), and what those return
+    callees: dict[_Unit | None, set[str]] = {}  # where calls can reach them: module (None) or a class
+    level = roots
+    for depth in range(2):
+        nxt = []
+        for unit in level:
+            for name in _referenced(unit.stmts, spellings) & defs.keys():
+                for d in defs[name]:
+                    if depth == 0:
+                        callees.setdefault(d.cls, set()).add(name)
+                    if d.state != _FULL:
+                        make_full(d)
+                        nxt.append(d)
+        level = nxt
+    for unit in roots:
+        if unit.cls is not None:
+            if unit.is_def:  # a method: called as self.name() inside its class only
+                callees.setdefault(unit.cls, set()).add(unit.name)
+        elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
+            callees.setdefault(None, set()).update(*(_binds(s) for s in unit.stmts))
+    for scope, names in callees.items():
+        for line in _occurrence_lines(text, names, offsets):
+            unit = unit_at(line)
+            if unit is None:
+                continue
+            if scope is not None and unit is not scope and unit.cls is not scope:
+                continue
+            make_full(unit.cls if unit.members and line < unit.body_line else unit)
+
+    # inside kept classes: members that are not defs, hold imports, or define/are what kept ones read
+    for unit in top:
+        if unit.state != _FULL or not unit.members:
+            continue
+        for m in unit.members:
+            if not m.is_def or any(isinstance(n, _IMPORT) for s in m.stmts for n in ast.walk(s)):
+                make_full(m)
+        reads: set[str] = set()
+        done: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for m in unit.members:
+                if m.state == _FULL and id(m) not in done:
+                    done.add(id(m))
+                    reads |= _self_attrs(m.stmts, ast.Load)
+            for m in unit.members:
+                if m.state != _FULL and (m.name in reads or _self_attrs(m.stmts, ast.Store) & reads):
+                    make_full(m)
+                    changed = True
+
+    # name resolution: bindings of every name a kept statement mentions, to a fixpoint
+    binders: dict[str, list[_Unit]] = {}
+    for unit in top:
+        for name in set().union(*(_binds(s) for s in unit.stmts)):
+            binders.setdefault(name, []).append(unit)
     seen: set[str] = set()
-    work = list(kept)
+    work: list[_Unit] = list(full)
     while work:
-        g = work.pop()
-        for name in mentions(g) - seen:
+        unit = work.pop()
+        if unit.state == _FULL:
+            mentioned = header_words(unit) if unit.members else words(unit.first, unit.last)
+        else:
+            mentioned = header_words(unit)
+        for name in mentioned - seen:
             seen.add(name)
             for other in binders.get(name, ()):
-                if other not in kept:
-                    kept.add(other)
-                    work.append(other)
-    if len(kept) == len(groups):
-        return Plan(False, text, len(body), len(body), starts)
+                if other.state != _BLANK:
+                    continue
+                if other.name is not None and other.body_line:
+                    other.state = _STUB  # only its binding matters: header and `...`
+                else:
+                    other.state = _FULL
+                    full.append(other)
+                work.append(other)
+    if all(u.state == _FULL and all(m.state == _FULL for m in u.members) for u in top):
+        return Plan(False, text, len(body), len(body), [u.first for u in top])
+
     out = list(lines)
-    for g, (first, last) in enumerate(spans):
-        if g not in kept:
-            for i in range(first - 1, min(last, len(out))):
-                line = out[i]
-                out[i] = line[len(line.rstrip("\r\n")):]
-    kept_stmts = sum(len(groups[g]) for g in kept)
-    return Plan(False, "".join(out), kept_stmts, len(body), [starts[g] for g in sorted(kept)])
+
+    def blank(first: int, last: int) -> None:
+        for i in range(first - 1, min(last, len(out))):
+            out[i] = out[i][len(out[i].rstrip("\r\n")):]
+
+    def stub_at(line: int) -> None:  # `...` at the original line's indentation
+        original = lines[line - 1]
+        content = original.rstrip("\r\n")
+        out[line - 1] = content[:len(content) - len(content.lstrip())] + "..." + original[len(content):]
+
+    for unit in top:
+        if unit.state == _BLANK:
+            blank(unit.first, unit.last)
+        elif unit.state == _STUB:
+            blank(unit.body_line, unit.last)
+            stub_at(unit.body_line)
+        elif unit.members:
+            dropped = [m for m in unit.members if m.state != _FULL]
+            for m in dropped:
+                blank(m.first, m.last)
+            if len(dropped) == len(unit.members):
+                stub_at(unit.body_line)
+    kept = [u for u in top if u.state != _BLANK]
+    return Plan(False, "".join(out), sum(len(u.stmts) for u in kept), len(body), [u.first for u in kept])
+
+
+def _referenced(stmts: list[ast.stmt], spellings: set[str]) -> set[str]:
+    """Names and attribute names in ``return`` values, lambda bodies and marker-call arguments."""
+    found: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Return) and node.value is not None:
+                parts: list[ast.AST] = [node.value]
+            elif isinstance(node, ast.Lambda):
+                parts = [node.body]
+            elif isinstance(node, ast.Call) and _last_name(node.func) in spellings:
+                parts = [*node.args, *node.keywords]
+            else:
+                continue
+            for part in parts:
+                for sub in ast.walk(part):
+                    if isinstance(sub, ast.Name):
+                        found.add(sub.id)
+                    elif isinstance(sub, ast.Attribute):
+                        found.add(sub.attr)
+    return found
+
+
+def _last_name(expr: ast.AST) -> str | None:
+    return expr.id if isinstance(expr, ast.Name) else expr.attr if isinstance(expr, ast.Attribute) else None
+
+
+def _self_attrs(stmts: list[ast.stmt], ctx: type) -> set[str]:
+    """``x`` of every ``self.x`` / ``cls.x`` read (Load) or assigned (Store) in ``stmts``."""
+    found: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ctx)
+                    and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.add(node.attr)
+    return found
