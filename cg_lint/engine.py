@@ -72,17 +72,28 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
         text = source
     parse_text, starts = text, None
     if reduce:
-        plan = prefilter.plan(text, settings.markers(), tree)
+        try:
+            plan = prefilter.plan(text, settings.markers(), tree)
+        except Exception as e:  # never a traceback: the run goes on, the file is reported
+            result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
+            return result
         if plan.skip:
+            return result
+        if plan.error is not None:
+            message, line, column = plan.error
+            result.error = FileError(path, _one_line(message), line, column)
             return result
         parse_text, starts = plan.text, plan.starts
     try:
         module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
-        result.error = FileError(path, f"cannot parse: {e.message}", e.raw_line, e.raw_column + 1)
+        result.error = FileError(path, _one_line(f"cannot parse: {e.message}"), e.raw_line, e.raw_column + 1)
         return result
     except RecursionError:
         result.error = FileError(path, "cannot parse: nesting too deep")
+        return result
+    except Exception as e:  # libcst's native parser can fail in other ways; one line, never a traceback
+        result.error = FileError(path, _one_line(f"cannot parse: libcst failed: {type(e).__name__}: {e}"))
         return result
     result.parsed = True
     try:
@@ -91,7 +102,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
         result.error = FileError(path, "cannot analyse: nesting too deep")
         return result
     except Exception as e:  # never a traceback: the run goes on, the file is reported
-        result.error = FileError(path, f"internal error: {type(e).__name__}: {e} (please report this)")
+        result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
         return result
     if apply_noqa:
         lines = text.splitlines()
@@ -100,6 +111,10 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             if not (0 < f.line <= len(lines) and is_suppressed(lines[f.line - 1], f.code))
         ]
     return result
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split()) if "\n" in message or "\r" in message else message
 
 
 def build_context(module: cst.Module, text: str, path: str, settings: Settings,

@@ -63,27 +63,111 @@ class Plan:
     # first line of each top-level statement of ``text`` as libcst will see them (a line holding
     # `a = 1; b = 2` is one); lets positions be computed one statement at a time
     starts: list[int] | None = None
+    # why the text must not reach libcst: (message, line, column); the file is reported, not parsed
+    error: tuple[str, int | None, int | None] | None = None
+
+
+# libcst's native parser overflows the C stack (a segfault, not an exception) on expressions nested
+# some thousands deep, and its time grows quadratically long before that (1,000 terms ~0.3 s).
+MAX_DEPTH = 1000
 
 
 def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, reduce: bool = True) -> Plan:
-    """Gates 2 and 3 for one decoded source; ``tree`` may be passed when the caller has it (flake8)."""
+    """Gates 2 and 3 for one decoded source; ``tree`` may be passed when the caller has it (flake8).
+
+    Text that CPython cannot parse is reported with CPython's message and never given to libcst:
+    what CPython rejects, libcst cannot lint either, and some of it (thousands of nested brackets)
+    crashes libcst's parser outright.
+    """
     if tree is None:
-        tree = parse_ast(text)
-        if tree is None:
-            return Plan(False, text)
+        tree_or_error = parse_ast(text)
+        if not isinstance(tree_or_error, ast.Module):
+            return Plan(False, "", error=tree_or_error)
+        tree = tree_or_error
     try:
-        return _plan(text, names, tree, reduce)
+        result = _plan(text, names, tree, reduce)
     except (RecursionError, MemoryError):
-        return Plan(False, text)
+        return Plan(False, "", error=("cannot parse: nesting too deep", None, None))
+    if not result.skip and result.error is None:
+        depth = _too_deep(tree.body if result.text is text else _kept(tree.body, result), text)
+        if depth:
+            result.error = (f"not analysed: an expression nests more than {MAX_DEPTH} levels deep", depth, None)
+    return result
 
 
-def parse_ast(text: str) -> ast.Module | None:
+def parse_ast(text: str) -> ast.Module | tuple[str, int | None, int | None]:
+    """The ``ast``, or why CPython rejects the text (message, line, column)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escapes etc.: not ours to report
             return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return None
+    except SyntaxError as e:
+        return (f"cannot parse: {e.msg or 'invalid syntax'}", e.lineno, e.offset)
+    except ValueError as e:  # null bytes
+        return (f"cannot parse: {e}", None, None)
+    except (RecursionError, MemoryError, OverflowError):
+        return ("cannot parse: nesting too deep", None, None)
+
+
+def _kept(body: list[ast.stmt], result: "Plan") -> list[ast.stmt]:
+    firsts = set(result.starts or ())
+    return [s for group, (first, _) in zip(*_groups(body)) if first in firsts for s in group]
+
+
+def _too_deep(stmts: list[ast.stmt], text: str) -> int:
+    """First line of an expression libcst would nest deeper than MAX_DEPTH, else 0.
+
+    An expression cannot nest deeper than its length in characters, so only long ones are walked.
+    libcst nests what ``ast`` keeps flat in two places: ``a or b or c`` and implicit string
+    concatenation (``"a" "b" "c"``); both are counted.
+    """
+    for stmt in stmts:
+        if _too_deep_stmt(stmt, text):
+            return stmt.lineno
+    return 0
+
+
+def _too_deep_stmt(stmt: ast.stmt, text: str) -> bool:
+    lines: _Lines | None = None
+    stack: list[tuple[ast.AST, int]] = [(stmt, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(node, ast.expr):
+            if node.end_lineno == node.lineno:
+                size = (node.end_col_offset or 0) - node.col_offset  # bytes >= characters
+            else:
+                lines = lines or _Lines(split_lines(text))
+                size = lines.starts[min(node.end_lineno or node.lineno, len(lines.starts) - 1)] - lines.starts[node.lineno - 1]
+            if depth + size <= MAX_DEPTH:
+                continue
+            if isinstance(node, ast.BoolOp):
+                depth += len(node.values)
+            elif isinstance(node, (ast.Constant, ast.JoinedStr)):
+                lines = lines or _Lines(split_lines(text))
+                if _string_parts(node, text, lines) + depth > MAX_DEPTH:
+                    return True
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + 1))
+    return False
+
+
+def _string_parts(node: ast.expr, text: str, lines: _Lines) -> int:
+    """How many literals make up a (long) string constant: libcst nests each one."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes)):
+        return 1
+    segment = text[lines.starts[node.lineno - 1]:lines.starts[min(node.end_lineno or node.lineno, len(lines.starts) - 1)]]
+    if (segment.count('"') + segment.count("'")) // 2 <= MAX_DEPTH // 2:
+        return 1  # too few quotes for that many literals (a long docstring)
+    import io
+    import tokenize
+
+    try:
+        return sum(1 for t in tokenize.generate_tokens(io.StringIO(segment).readline)
+                   if t.type == tokenize.STRING or t.type == getattr(tokenize, "FSTRING_START", -1))
+    except (tokenize.TokenError, SyntaxError):
+        return MAX_DEPTH + 1
 
 
 def split_lines(text: str) -> list[str]:
