@@ -34,17 +34,18 @@ class FileIndex:
 
     def __init__(self, module: cst.Module, module_name: str | None, is_package: bool,
                  extra_names: frozenset[str], statement_starts: list[int] | None = None,
-                 source_lines: list[str] | None = None) -> None:
+                 source_lines: list[str] | None = None, member_starts: dict[int, list[int]] | None = None) -> None:
         """``statement_starts`` (first line of each top-level statement, from the ``ast``) and
         ``source_lines`` (the parsed text, split with line endings) let positions be computed per
-        statement; without them the first position regenerates the whole module."""
+        statement (``member_starts``: per member of top-level classes, keyed by the class's first
+        line); without them the first position regenerates the whole module."""
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
         self.extra_names = extra_names
         self.parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
-        self._positions = LazyRanges(module, statement_starts, source_lines)
+        self._positions = LazyRanges(module, statement_starts, source_lines, member_starts)
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
         self._aliases: dict[tuple[str, ...], set[str]] = {}
@@ -207,10 +208,16 @@ class FileIndex:
 
     def _range(self, node: cst.CSTNode) -> tuple[int, int, int, int] | None:
         """libcst's PositionProvider range of ``node`` (see cg_lint.positions)."""
+        below: cst.CSTNode | None = None
+        member: cst.CSTNode | None = None  # the statement of the outermost block holding node
         top, parent = node, self.parent(node)
         while parent is not None and parent is not self.module:
-            top, parent = parent, self.parent(parent)
-        return self._positions.get(node, top if parent is self.module else None)
+            below, top, parent = top, parent, self.parent(parent)
+            if isinstance(top, cst.IndentedBlock):
+                member = below
+        if parent is not self.module:
+            return self._positions.get(node, None)
+        return self._positions.get(node, top, member if isinstance(top, cst.ClassDef) else None)
 
 
 def _signature(func: FuncNode, drop_first: bool) -> Signature:

@@ -70,7 +70,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             return result
     else:
         text = source
-    parse_text, starts = text, None
+    parse_text, starts, members = text, None, None
     if reduce:
         try:
             plan = prefilter.plan(text, settings.markers(), tree)
@@ -83,7 +83,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             message, line, column = plan.error
             result.error = FileError(path, _one_line(message), line, column)
             return result
-        parse_text, starts = plan.text, plan.starts
+        parse_text, starts, members = plan.text, plan.starts, plan.members
     try:
         module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
@@ -97,7 +97,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
         return result
     result.parsed = True
     try:
-        result.findings = _run_rules(module, text, path, settings, starts, parse_text)
+        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members)
     except RecursionError:
         result.error = FileError(path, "cannot analyse: nesting too deep")
         return result
@@ -118,22 +118,24 @@ def _one_line(message: str) -> str:
 
 
 def build_context(module: cst.Module, text: str, path: str, settings: Settings,
-                  starts: list[int] | None = None, parsed_text: str | None = None) -> LintContext:
+                  starts: list[int] | None = None, parsed_text: str | None = None,
+                  members: dict[int, list[int]] | None = None) -> LintContext:
     """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced."""
     module_name = module_name_for(path)
     lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
-    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines)
+    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members)
     builder = ModelBuilder(index)
     records = builder.build()
     return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
 
 
 def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
-               starts: list[int] | None = None, parsed_text: str | None = None) -> list[Finding]:
+               starts: list[int] | None = None, parsed_text: str | None = None,
+               members: dict[int, list[int]] | None = None) -> list[Finding]:
     rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings, starts, parsed_text)
+    ctx = build_context(module, text, path, settings, starts, parsed_text, members)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

@@ -83,30 +83,35 @@ def compute_ranges(module: cst.Module) -> dict[int, Range]:
 
 
 class LazyRanges:
-    """Ranges computed one top-level statement at a time, on demand.
+    """Ranges computed one top-level statement (or one member of a top-level class) at a time.
 
     Rules usually ask for a few positions (findings, a call site); regenerating the whole module for
     them costs as much as a third of a clean file's analysis. ``starts`` gives the first line of each
-    top-level statement (from the ``ast``); a statement's ranges come from regenerating it alone and
-    shifting lines. Each statement's regenerated text is compared with the source at the computed
-    place, and any disagreement falls back to the whole-module pass, so the answer is always libcst's.
+    top-level statement and ``members`` those of the body statements of top-level classes (keyed by
+    the class's first line), both from the ``ast``; a piece's ranges come from regenerating it alone
+    and shifting lines. The regenerated text is compared with the source at the computed place, and
+    any disagreement falls back to a larger piece, so the answer is always libcst's.
     """
 
-    def __init__(self, module: cst.Module, starts: list[int] | None, source_lines: list[str] | None) -> None:
+    def __init__(self, module: cst.Module, starts: list[int] | None, source_lines: list[str] | None,
+                 members: dict[int, list[int]] | None = None) -> None:
         self.module = module
         self.usable = starts is not None and source_lines is not None and len(starts) == len(module.body)
         self.starts = starts or []
         self.lines = source_lines or []
+        self.members = members or {}
         self.index = {id(stmt): i for i, stmt in enumerate(module.body)} if self.usable else {}
         self.done: set[int] = set()
         self.ranges: dict[int, Range] = {}
         self.full = False
 
-    def get(self, node: cst.CSTNode, top: cst.CSTNode | None) -> Range | None:
+    def get(self, node: cst.CSTNode, top: cst.CSTNode | None, member: cst.CSTNode | None = None) -> Range | None:
         key = id(node)
         if key in self.ranges or self.full:
             return self.ranges.get(key)
         i = self.index.get(id(top)) if top is not None else None
+        if i is not None and member is not None and id(member) not in self.done and self._member(i, member):
+            return self.ranges.get(key)
         if i is None or i in self.done or not self._statement(i):
             self._whole()
         return self.ranges.get(key)
@@ -115,14 +120,39 @@ class LazyRanges:
         stmt = self.module.body[i]
         state = _PositionState(self.module)
         self.module.with_changes(body=[stmt], header=(), footer=())._codegen(state)
+        if not self._place(state, self.starts[i] - 1 - len(stmt.leading_lines)):
+            return False
+        self.done.add(i)
+        return True
+
+    def _member(self, i: int, member: cst.CSTNode) -> bool:
+        cls = self.module.body[i]
+        block = getattr(cls, "body", None)
+        if not isinstance(cls, cst.ClassDef) or not isinstance(block, cst.IndentedBlock):
+            return False
+        # members the reduction blanked are not in the tree: keep the lines that still hold code
+        lines = [n for n in self.members.get(self.starts[i], ()) if 0 < n <= len(self.lines) and self.lines[n - 1].strip()]
+        if len(lines) != len(block.body):
+            return False
+        j = next((k for k, m in enumerate(block.body) if m is member), None)
+        if j is None:
+            return False
+        state = _PositionState(self.module)
+        state.increase_indent(self.module.default_indent if block.indent is None else block.indent)
+        member._codegen(state)
+        if not self._place(state, lines[j] - 1 - len(getattr(member, "leading_lines", ()))):
+            return False
+        self.done.add(id(member))
+        return True
+
+    def _place(self, state: _PositionState, offset: int) -> bool:
+        """Shift a piece's ranges by ``offset`` lines if its text is really there."""
         code = "".join(state.tokens)
-        offset = self.starts[i] - 1 - len(stmt.leading_lines)
         n = len(_LINES.findall(code))
         if offset < 0 or "".join(self.lines[offset:offset + n]).rstrip("\r\n") != code.rstrip("\r\n"):
             return False
         for key, (l1, c1, l2, c2) in state.ranges.items():
             self.ranges[key] = (l1 + offset, c1, l2 + offset, c2)
-        self.done.add(i)
         return True
 
     def _whole(self) -> None:

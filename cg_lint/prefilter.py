@@ -36,6 +36,17 @@ from dataclasses import dataclass
 
 MARKER = "custom_gradient"
 _WORD = re.compile(r"\w+")
+_RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
+_IMPORT_WORD = re.compile(r"\bimport\b")
+_SELF_ATTR = re.compile(r"\b(?:self|cls)\s*\.\s*(\w+)")
+# `self.x` where it may be assigned (over-approximated): before `=` or `op=`; in a target list
+# (`,` `)` `]` with an `=` later on the line, or on a `for` line); annotated; `with ... as self.x`
+_SELF_STORE = re.compile(
+    r"\b(?:self|cls)\s*\.\s*(\w+)\s*(?:(?:[-+*/%&|^@]|<<|>>|//|\*\*)?=(?!=)|in\b)"
+    r"|\b(?:self|cls)\s*\.\s*(\w+)\s*[,)\]](?=[^\n]*(?<![=!<>])=(?!=))"
+    r"|^[ \t]*(?:async\s+)?for\b[^\n]*?\b(?:self|cls)\s*\.\s*(\w+)"
+    r"|^[ \t]*(?:self|cls)\s*\.\s*(\w+)\s*:"
+    r"|\bas\s+(?:self|cls)\s*\.\s*(\w+)", re.M)
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
@@ -63,6 +74,8 @@ class Plan:
     # first line of each top-level statement of ``text`` as libcst will see them (a line holding
     # `a = 1; b = 2` is one); lets positions be computed one statement at a time
     starts: list[int] | None = None
+    # first lines of the body statements of top-level classes, by the class's first line
+    members: dict[int, list[int]] | None = None
     # why the text must not reach libcst: (message, line, column); the file is reported, not parsed
     error: tuple[str, int | None, int | None] | None = None
 
@@ -89,7 +102,8 @@ def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, redu
     except (RecursionError, MemoryError):
         return Plan(False, "", error=("cannot parse: nesting too deep", None, None))
     if not result.skip and result.error is None:
-        depth = _too_deep(tree.body if result.text is text else _kept(tree.body, result), text)
+        result.members = _member_starts(tree.body)
+        depth = _too_deep(tree.body if result.text is text else _kept(tree.body, result), text, _Lines(split_lines(text)))
         if depth:
             result.error = (f"not analysed: an expression nests more than {MAX_DEPTH} levels deep", depth, None)
     return result
@@ -109,12 +123,20 @@ def parse_ast(text: str) -> ast.Module | tuple[str, int | None, int | None]:
         return ("cannot parse: nesting too deep", None, None)
 
 
+def _member_starts(body: list[ast.stmt]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef) and stmt.body and stmt.body[0].lineno > stmt.lineno:
+            out[_first_line(stmt)] = [first for first, _ in _groups(stmt.body)[1]]
+    return out
+
+
 def _kept(body: list[ast.stmt], result: "Plan") -> list[ast.stmt]:
     firsts = set(result.starts or ())
     return [s for group, (first, _) in zip(*_groups(body)) if first in firsts for s in group]
 
 
-def _too_deep(stmts: list[ast.stmt], text: str) -> int:
+def _too_deep(stmts: list[ast.stmt], text: str, lines: "_Lines") -> int:
     """First line of an expression libcst would nest deeper than MAX_DEPTH, else 0.
 
     An expression cannot nest deeper than its length in characters, so only long ones are walked.
@@ -122,13 +144,12 @@ def _too_deep(stmts: list[ast.stmt], text: str) -> int:
     concatenation (``"a" "b" "c"``); both are counted.
     """
     for stmt in stmts:
-        if _too_deep_stmt(stmt, text):
+        if _too_deep_stmt(stmt, text, lines):
             return stmt.lineno
     return 0
 
 
-def _too_deep_stmt(stmt: ast.stmt, text: str) -> bool:
-    lines: _Lines | None = None
+def _too_deep_stmt(stmt: ast.stmt, text: str, lines: "_Lines") -> bool:
     stack: list[tuple[ast.AST, int]] = [(stmt, 1)]
     while stack:
         node, depth = stack.pop()
@@ -138,14 +159,12 @@ def _too_deep_stmt(stmt: ast.stmt, text: str) -> bool:
             if node.end_lineno == node.lineno:
                 size = (node.end_col_offset or 0) - node.col_offset  # bytes >= characters
             else:
-                lines = lines or _Lines(split_lines(text))
                 size = lines.starts[min(node.end_lineno or node.lineno, len(lines.starts) - 1)] - lines.starts[node.lineno - 1]
             if depth + size <= MAX_DEPTH:
                 continue
             if isinstance(node, ast.BoolOp):
                 depth += len(node.values)
             elif isinstance(node, (ast.Constant, ast.JoinedStr)):
-                lines = lines or _Lines(split_lines(text))
                 if _string_parts(node, text, lines) + depth > MAX_DEPTH:
                     return True
         for child in ast.iter_child_nodes(node):
@@ -372,6 +391,15 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
     def words(first: int, last: int) -> set[str]:
         return set(_WORD.findall(text, offsets.starts[first - 1], offsets.starts[min(last, len(lines))]))
 
+    cache: dict[int, set[str]] = {}
+
+    def unit_words(unit: _Unit) -> set[str]:
+        """Every word of a unit (of a class's header only, for a class split into members)."""
+        found = cache.get(id(unit))
+        if found is None:
+            found = cache[id(unit)] = header_words(unit) if unit.members else words(unit.first, unit.last)
+        return found
+
     def header_words(unit: _Unit) -> set[str]:
         return words(unit.first, (unit.body_line or unit.last + 1) - 1)
 
@@ -411,7 +439,7 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
     for depth in range(2):
         nxt = []
         for unit in level:
-            for name in _referenced(unit.stmts, spellings) & defs.keys():
+            for name in _referenced(unit, spellings, text, offsets, occ) & defs.keys():
                 for d in defs[name]:
                     if depth == 0:
                         callees.setdefault(d.cls, set()).add(name)
@@ -425,21 +453,18 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
                 callees.setdefault(unit.cls, set()).add(unit.name)
         elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
             callees.setdefault(None, set()).update(*(_binds(s) for s in unit.stmts))
+    headers = [u for u in top if u.members]
     for scope, names in callees.items():
-        for line in _occurrence_lines(text, names, offsets):
-            unit = unit_at(line)
-            if unit is None:
-                continue
-            if scope is not None and unit is not scope and unit.cls is not scope:
-                continue
-            make_full(unit.cls if unit.members and line < unit.body_line else unit)
+        for unit in (leaves + headers) if scope is None else [scope, *scope.members]:
+            if unit.state != _FULL and not names.isdisjoint(unit_words(unit)):
+                make_full(unit)
 
     # inside kept classes: members that are not defs, hold imports, or define/are what kept ones read
     for unit in top:
         if unit.state != _FULL or not unit.members:
             continue
         for m in unit.members:
-            if not m.is_def or any(isinstance(n, _IMPORT) for s in m.stmts for n in ast.walk(s)):
+            if not m.is_def or _IMPORT_WORD.search(text, offsets.starts[m.first - 1], offsets.starts[m.last]):
                 make_full(m)
         reads: set[str] = set()
         done: set[int] = set()
@@ -449,9 +474,9 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
             for m in unit.members:
                 if m.state == _FULL and id(m) not in done:
                     done.add(id(m))
-                    reads |= _self_attrs(m.stmts, ast.Load)
+                    reads |= set(_SELF_ATTR.findall(text, offsets.starts[m.first - 1], offsets.starts[m.last]))
             for m in unit.members:
-                if m.state != _FULL and (m.name in reads or _self_attrs(m.stmts, ast.Store) & reads):
+                if m.state != _FULL and (m.name in reads or _stores(text, offsets, m) & reads):
                     make_full(m)
                     changed = True
 
@@ -464,10 +489,7 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
     work: list[_Unit] = list(full)
     while work:
         unit = work.pop()
-        if unit.state == _FULL:
-            mentioned = header_words(unit) if unit.members else words(unit.first, unit.last)
-        else:
-            mentioned = header_words(unit)
+        mentioned = unit_words(unit) if unit.state == _FULL else header_words(unit)
         for name in mentioned - seen:
             seen.add(name)
             for other in binders.get(name, ()):
@@ -509,25 +531,30 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
     return Plan(False, "".join(out), sum(len(u.stmts) for u in kept), len(body), [u.first for u in kept])
 
 
-def _referenced(stmts: list[ast.stmt], spellings: set[str]) -> set[str]:
-    """Names and attribute names in ``return`` values, lambda bodies and marker-call arguments."""
+def _referenced(unit: _Unit, spellings: set[str], text: str, offsets: _Lines, occ: list[int]) -> set[str]:
+    """Words of the ``return`` values, lambdas and marker-call arguments in ``unit``."""
+    begin, end = offsets.starts[unit.first - 1], offsets.starts[min(unit.last, len(offsets.starts) - 1)]
+    interesting = sorted({offsets.line_of(m.start()) for m in _RETURN_WORD.finditer(text, begin, end)} | set(occ))
     found: set[str] = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Return) and node.value is not None:
-                parts: list[ast.AST] = [node.value]
-            elif isinstance(node, ast.Lambda):
-                parts = [node.body]
-            elif isinstance(node, ast.Call) and _last_name(node.func) in spellings:
-                parts = [*node.args, *node.keywords]
-            else:
+    stack: list[ast.AST] = list(unit.stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Lambda)) or (
+                isinstance(node, ast.Call) and _last_name(node.func) in spellings):
+            last = node.end_lineno or node.lineno
+            found |= set(_WORD.findall(text, offsets.starts[node.lineno - 1], offsets.starts[min(last, len(offsets.starts) - 1)]))
+            if not isinstance(node, ast.Call):
                 continue
-            for part in parts:
-                for sub in ast.walk(part):
-                    if isinstance(sub, ast.Name):
-                        found.add(sub.id)
-                    elif isinstance(sub, ast.Attribute):
-                        found.add(sub.attr)
+        for child in ast.iter_child_nodes(node):
+            if _touches(child, interesting):
+                stack.append(child)
+    return found
+
+
+def _stores(text: str, offsets: _Lines, unit: _Unit) -> set[str]:
+    found: set[str] = set()
+    for groups in _SELF_STORE.findall(text, offsets.starts[unit.first - 1], offsets.starts[unit.last]):
+        found.update(g for g in groups if g)
     return found
 
 
@@ -535,12 +562,3 @@ def _last_name(expr: ast.AST) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else expr.attr if isinstance(expr, ast.Attribute) else None
 
 
-def _self_attrs(stmts: list[ast.stmt], ctx: type) -> set[str]:
-    """``x`` of every ``self.x`` / ``cls.x`` read (Load) or assigned (Store) in ``stmts``."""
-    found: set[str] = set()
-    for stmt in stmts:
-        for node in ast.walk(stmt):
-            if (isinstance(node, ast.Attribute) and isinstance(node.ctx, ctx)
-                    and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
-                found.add(node.attr)
-    return found
