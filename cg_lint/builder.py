@@ -55,7 +55,7 @@ class FileIndex:
         # function id -> {name: qualified name} for imports inside that function (module: 0)
         self.imports: dict[int, dict[str, str]] = {}
         for node in self.nodes:
-            if isinstance(node, (cst.Import, cst.ImportFrom)):
+            if type(node) is cst.Import or type(node) is cst.ImportFrom:
                 owner = self.enclosing(node, (cst.FunctionDef, cst.Lambda))
                 self._add_import(node, self.imports.setdefault(id(owner) if owner else 0, {}))
 
@@ -191,9 +191,13 @@ class FileIndex:
         return self.parents.get(id(node))
 
     def enclosing(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> cst.CSTNode | None:
-        parent = self.parent(node)
+        parents, parent = self.parents, self.parents.get(id(node))
+        if _leaf_kinds(kinds):  # type() lookups: ABC isinstance is slow, and no class derives from these
+            while parent is not None and type(parent) not in kinds:
+                parent = parents.get(id(parent))
+            return parent
         while parent is not None and not isinstance(parent, kinds):
-            parent = self.parent(parent)
+            parent = parents.get(id(parent))
         return parent
 
     # -- positions -------------------------------------------------------------------------
@@ -218,6 +222,16 @@ class FileIndex:
         if parent is not self.module:
             return self._positions.get(node, None)
         return self._positions.get(node, top, member if isinstance(top, cst.ClassDef) else None)
+
+
+_LEAF_KINDS: dict[tuple[type, ...], bool] = {}
+
+
+def _leaf_kinds(kinds: tuple[type, ...]) -> bool:
+    leaf = _LEAF_KINDS.get(kinds)
+    if leaf is None:
+        leaf = _LEAF_KINDS[kinds] = all(not k.__subclasses__() for k in kinds)
+    return leaf
 
 
 def _signature(func: FuncNode, drop_first: bool) -> Signature:
@@ -252,10 +266,11 @@ class ModelBuilder:
     def build(self) -> list[CustomGradient]:
         calls: list[cst.Call] = []
         for node in self.ix.nodes:
-            if isinstance(node, cst.FunctionDef):
+            kind = type(node)  # exact classes in parsed trees; ABC isinstance is slow
+            if kind is cst.FunctionDef:
                 if any(self._is_cg_decorator(d) for d in node.decorators):
                     self._add(node, [node])
-            elif isinstance(node, cst.Call):
+            elif kind is cst.Call:
                 calls.append(node)
                 self._maybe_call_form(node)
         order = {id(n): i for i, n in enumerate(self.ix.nodes)}
@@ -514,7 +529,13 @@ def _walk(node: cst.CSTNode):
         stack.extend(reversed(children(current)))
 
 
+_SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})
+
+
 def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
+    if type(node) not in _SEQUENCE_NODES:  # most nodes: skip the isinstance chain below
+        return set()
+
     def name_of(expr) -> str | None:
         return expr.value if isinstance(expr, cst.Name) and expr.value in names else None
 
