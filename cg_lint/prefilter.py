@@ -338,20 +338,30 @@ class _Unit:
 
     __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state")
 
-    def __init__(self, stmts: list[ast.stmt], first: int, last: int, cls: "_Unit | None" = None) -> None:
+    def __init__(self, stmts: list[ast.stmt], first: int, last: int, lines: list[str],
+                 cls: "_Unit | None" = None) -> None:
         self.stmts, self.first, self.last, self.cls = stmts, first, last, cls
         one = stmts[0] if len(stmts) == 1 else None
         self.name = one.name if isinstance(one, _DEF) else None
         self.is_def = isinstance(one, (ast.FunctionDef, ast.AsyncFunctionDef))
         self.members: list[_Unit] = []
-        # first line of the body: a def is stubbed, a class reduced, only when it starts below the header
+        # first line of the body: a def is stubbed, a class reduced, only when its body starts a line
+        # of its own (not `) -> int: ...` after a multi-line signature)
         self.body_line = 0
-        if one is not None and isinstance(one, _DEF) and one.body and one.body[0].lineno > one.lineno:
+        if one is not None and isinstance(one, _DEF) and one.body and _starts_line(one.body[0], lines):
             self.body_line = _first_line(one.body[0])
         self.state = _BLANK
 
 
 _BLANK, _STUB, _FULL = 0, 1, 2
+
+
+def _starts_line(stmt: ast.stmt, lines: list[str]) -> bool:
+    """Whether nothing but indentation precedes ``stmt`` (or its first decorator) on its line."""
+    line = lines[_first_line(stmt) - 1] if _first_line(stmt) <= len(lines) else ""
+    if getattr(stmt, "decorator_list", None):
+        return line.lstrip().startswith("@")
+    return not line.encode("utf-8", "surrogatepass")[:stmt.col_offset].strip()
 
 
 def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], occ: list[int],
@@ -368,13 +378,13 @@ def _reduce(text: str, lines: list[str], offsets: _Lines, body: list[ast.stmt], 
       reads, or are named by one (properties, grad methods).
     """
     groups, spans = _groups(body)
-    top = [_Unit(g, a, b) for g, (a, b) in zip(groups, spans)]
+    top = [_Unit(g, a, b, lines) for g, (a, b) in zip(groups, spans)]
     leaves: list[_Unit] = []  # units a line can belong to, in line order (class headers excluded)
     for unit in top:
         cls = unit.stmts[0]
         if unit.name is not None and not unit.is_def and unit.body_line:
             for g, (a, b) in zip(*_groups(cls.body)):
-                unit.members.append(_Unit(g, a, b, unit))
+                unit.members.append(_Unit(g, a, b, lines, unit))
             leaves.extend(unit.members)
         else:
             leaves.append(unit)

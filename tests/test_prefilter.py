@@ -7,6 +7,7 @@ the slow test, on every candidate file of the installed TensorFlow, Keras and TF
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import random
@@ -56,6 +57,7 @@ def assert_exact(text: str, path: str = "module.py", settings: Settings = ALL) -
     if plan.skip:
         assert full == [], f"gate 2 skipped a file with definitions: {full}"
         return
+    ast.parse(plan.text)  # the reduced text is still Python
     assert records(plan.text, path, settings) == full
     reduced = lint_source(text, path, settings)
     whole = lint_source(text, path, settings, reduce=False)
@@ -106,6 +108,41 @@ def test_gate2_skips_files_that_cannot_define(name: str) -> None:
 def test_gate2_keeps_every_use(name: str) -> None:
     assert not prefilter.plan(KEPT[name], MARKERS).skip
     assert_exact(KEPT[name])
+
+
+def test_stubs_keep_signatures_whose_body_shares_a_line() -> None:
+    text = textwrap.dedent("""\
+        import tensorflow as tf
+        from typing import Any
+
+
+        def helper(
+            x: Any, y: Any = None
+        ) -> Any: ...
+
+
+        def other(a,
+                  b): return a
+
+
+        class Spec(object,
+                   metaclass=type): x = 1
+
+
+        class Holder:
+            def m(self,
+                  v) -> int: return 1
+
+            def n(self): pass
+
+
+        @tf.custom_gradient
+        def f(x):
+            return helper(x) + other(1, 2) + Spec.x + Holder().m(1), lambda dy: dy
+        """)
+    plan = prefilter.plan(text, MARKERS)
+    ast.parse(plan.text)
+    assert_exact(text)
 
 
 def test_configured_names_are_markers() -> None:
