@@ -24,6 +24,7 @@ from cg_lint.engine import FileResult, lint_source
 from cg_lint.flake8_plugin import Plugin
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # from ast.parse of generated code
 DATA = Path(__file__).parent / "data"
 EXAMPLES = int(os.environ.get("CG_LINT_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,

@@ -1,3 +1,5 @@
+# ruff: noqa
+# flake8: noqa
 """Custom-gradient ops in the styles real code uses (some with deliberate defects).
 
 Not imported by anything: tests lint this text.
