@@ -217,7 +217,7 @@ class FileIndex:
         top, parent = node, self.parent(node)
         while parent is not None and parent is not self.module:
             below, top, parent = top, parent, self.parent(parent)
-            if isinstance(top, cst.IndentedBlock):
+            if type(top) is cst.IndentedBlock:
                 member = below
         if parent is not self.module:
             return self._positions.get(node, None)
@@ -533,7 +533,7 @@ _SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.Sta
 
 
 def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
-    if type(node) not in _SEQUENCE_NODES:  # most nodes: skip the isinstance chain below
+    if type(node) not in _SEQUENCE_NODES:  # most nodes (a new branch below needs its class in _SEQUENCE_NODES)
         return set()
 
     def name_of(expr) -> str | None:

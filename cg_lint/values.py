@@ -164,7 +164,7 @@ def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str],
         return env
     binders = _BINDERS
     for node in own_nodes(func if isinstance(func, cst.Module) else func.body):
-        if type(node) not in binders:  # most nodes bind nothing; skip the isinstance chain
+        if type(node) not in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
             continue
         if isinstance(node, cst.Assign):
             for target in node.targets:
