@@ -21,8 +21,9 @@ from cg_lint.engine import FileResult, lint_source, might_contain
 from cg_lint.files import iter_files
 from cg_lint.findings import FileError
 
-# Measured in bench/bench_lint.py (scaling): below this much candidate source the pool does not pay.
-POOL_MIN_BYTES = 400_000
+# Below ~250 KB of candidate source the pool does not pay (measured on TF candidates: 186 KB serial
+# 57 ms vs pool 61 ms; 300 KB serial 98 ms vs pool 69 ms; see bench/README.md).
+POOL_MIN_BYTES = 250_000
 POOL_MIN_FILES = 4
 # spawn (macOS, Windows) re-imports everything in each worker: it needs much more work to pay
 SPAWN_FACTOR = 8
