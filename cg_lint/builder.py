@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from cg_lint.model import (
     CallSite,
@@ -18,9 +17,11 @@ from cg_lint.model import (
     Signature,
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
+from cg_lint.positions import LazyRanges
 from cg_lint.values import IMPORTED, Env, build_env, children, own_nodes
 from cg_lint.variables import VariableFinder
 
+_PARTIAL = ("functools.partial", "partial")
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
 
 
@@ -33,23 +34,29 @@ class FileIndex:
     """
 
     def __init__(self, module: cst.Module, module_name: str | None, is_package: bool,
-                 extra_names: frozenset[str]) -> None:
+                 extra_names: frozenset[str], statement_starts: list[int] | None = None,
+                 source_lines: list[str] | None = None, member_starts: dict[int, list[int]] | None = None) -> None:
+        """``statement_starts`` (first line of each top-level statement, from the ``ast``) and
+        ``source_lines`` (the parsed text, split with line endings) let positions be computed per
+        statement (``member_starts``: per member of top-level classes, keyed by the class's first
+        line); without them the first position regenerates the whole module."""
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
         self.extra_names = extra_names
         self.parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
-        self._positions = None
+        self._positions = LazyRanges(module, statement_starts, source_lines, member_starts)
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
+        self._aliases: dict[tuple[str, ...], set[str]] = {}
         self._index()
         self.module_env = build_env(module, set(), None)
         self.envs: dict[int, Env] = {}
         # function id -> {name: qualified name} for imports inside that function (module: 0)
         self.imports: dict[int, dict[str, str]] = {}
         for node in self.nodes:
-            if isinstance(node, (cst.Import, cst.ImportFrom)):
+            if type(node) is cst.Import or type(node) is cst.ImportFrom:
                 owner = self.enclosing(node, (cst.FunctionDef, cst.Lambda))
                 self._add_import(node, self.imports.setdefault(id(owner) if owner else 0, {}))
 
@@ -154,6 +161,14 @@ class FileIndex:
                                        if is_custom_gradient_name(v, self.extra_names))
         return self._spellings
 
+    def import_aliases(self, targets: tuple[str, ...]) -> set[str]:
+        """Names some import binds to one of ``targets`` (``from functools import partial as p``)."""
+        found = self._aliases.get(targets)
+        if found is None:
+            found = {k for table in self.imports.values() for k, v in table.items() if v in targets}
+            self._aliases[targets] = found
+        return found
+
     def env_for(self, func: cst.CSTNode | None) -> Env:
         """Local bindings of ``func``, chained to the enclosing functions and the module."""
         if func is None or isinstance(func, cst.Module):
@@ -177,26 +192,47 @@ class FileIndex:
         return self.parents.get(id(node))
 
     def enclosing(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> cst.CSTNode | None:
-        parent = self.parent(node)
+        parents, parent = self.parents, self.parents.get(id(node))
+        if _leaf_kinds(kinds):  # type() lookups: ABC isinstance is slow, and no class derives from these
+            while parent is not None and type(parent) not in kinds:
+                parent = parents.get(id(parent))
+            return parent
         while parent is not None and not isinstance(parent, kinds):
-            parent = self.parent(parent)
+            parent = parents.get(id(parent))
         return parent
 
     # -- positions -------------------------------------------------------------------------
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of a node's start."""
-        rng = self._ranges().get(node)
-        return (1, 1) if rng is None else (rng.start.line, rng.start.column + 1)
+        rng = self._range(node)
+        return (1, 1) if rng is None else (rng[0], rng[1] + 1)
 
     def end_position(self, node: cst.CSTNode) -> tuple[int, int]:
-        rng = self._ranges().get(node)
-        return (1, 1) if rng is None else (rng.end.line, rng.end.column + 1)
+        rng = self._range(node)
+        return (1, 1) if rng is None else (rng[2], rng[3] + 1)
 
-    def _ranges(self):
-        if self._positions is None:
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        return self._positions
+    def _range(self, node: cst.CSTNode) -> tuple[int, int, int, int] | None:
+        """libcst's PositionProvider range of ``node`` (see cg_lint.positions)."""
+        below: cst.CSTNode | None = None
+        member: cst.CSTNode | None = None  # the statement of the outermost block holding node
+        top, parent = node, self.parent(node)
+        while parent is not None and parent is not self.module:
+            below, top, parent = top, parent, self.parent(parent)
+            if type(top) is cst.IndentedBlock:
+                member = below
+        if parent is not self.module:
+            return self._positions.get(node, None)
+        return self._positions.get(node, top, member if isinstance(top, cst.ClassDef) else None)
+
+
+_LEAF_KINDS: dict[tuple[type, ...], bool] = {}
+
+
+def _leaf_kinds(kinds: tuple[type, ...]) -> bool:
+    leaf = _LEAF_KINDS.get(kinds)
+    if leaf is None:
+        leaf = _LEAF_KINDS[kinds] = all(not k.__subclasses__() for k in kinds)
+    return leaf
 
 
 def _signature(func: FuncNode, drop_first: bool) -> Signature:
@@ -231,10 +267,11 @@ class ModelBuilder:
     def build(self) -> list[CustomGradient]:
         calls: list[cst.Call] = []
         for node in self.ix.nodes:
-            if isinstance(node, cst.FunctionDef):
+            kind = type(node)  # exact classes in parsed trees; ABC isinstance is slow
+            if kind is cst.FunctionDef:
                 if any(self._is_cg_decorator(d) for d in node.decorators):
                     self._add(node, [node])
-            elif isinstance(node, cst.Call):
+            elif kind is cst.Call:
                 calls.append(node)
                 self._maybe_call_form(node)
         order = {id(n): i for i, n in enumerate(self.ix.nodes)}
@@ -459,6 +496,11 @@ class ModelBuilder:
             ))
 
     def _is_partial(self, call: cst.Call) -> bool:
+        # cheap textual test first (as in is_custom_gradient): resolving builds environments
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last != "partial" and last not in self.ix.import_aliases(_PARTIAL):
+            return False
         return any(n in ("functools.partial", "partial") for n in self.ix.qualnames(call.func))
 
 
@@ -498,7 +540,13 @@ def _walk(node: cst.CSTNode):
         stack.extend(reversed(children(current)))
 
 
+_SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})
+
+
 def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
+    if type(node) not in _SEQUENCE_NODES:  # most nodes (a new branch below needs its class in _SEQUENCE_NODES)
+        return set()
+
     def name_of(expr) -> str | None:
         return expr.value if isinstance(expr, cst.Name) and expr.value in names else None
 

@@ -7,6 +7,7 @@ import re
 import sys
 import tokenize
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -15,8 +16,12 @@ from cg_lint.config import Settings
 from cg_lint.findings import FileError, Finding
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
+from cg_lint import prefilter
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
+
+if TYPE_CHECKING:
+    import ast
 
 
 # libcst's visitors (positions) recurse once per nesting level; deep real code needs more room
@@ -51,13 +56,15 @@ def decode(data: bytes, path: str) -> str | FileError:
 
 
 def might_contain(data: bytes | str, settings: Settings) -> bool:
-    if isinstance(data, str):
-        return any(m in data for m in settings.markers())
-    return any(m.encode() in data for m in settings.markers())
+    return prefilter.might_contain(data, settings.markers())
 
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
-                apply_noqa: bool = True) -> FileResult:
+                apply_noqa: bool = True, *, tree: ast.Module | None = None,
+                reduce: bool = True) -> FileResult:
+    """``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``reduce=False``
+    hands libcst the whole text of every substring candidate (the reference the prefilter is tested
+    against)."""
     settings = settings or Settings()
     result = FileResult(path)
     if not might_contain(source, settings):
@@ -69,23 +76,40 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             return result
     else:
         text = source
+    parse_text, starts, members = text, None, None
+    if reduce:
+        try:
+            plan = prefilter.plan(text, settings.markers(), tree)
+        except Exception as e:  # never a traceback: the run goes on, the file is reported
+            result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
+            return result
+        if plan.skip:
+            return result
+        if plan.error is not None:
+            message, line, column = plan.error
+            result.error = FileError(path, _one_line(message), line, column)
+            return result
+        parse_text, starts, members = plan.text, plan.starts, plan.members
     try:
-        module = cst.parse_module(text)
+        module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
         message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
-        result.error = FileError(path, f"cannot parse: {message}", e.raw_line, e.raw_column + 1)
+        result.error = FileError(path, _one_line(f"cannot parse: {message}"), e.raw_line, e.raw_column + 1)
         return result
     except RecursionError:
         result.error = FileError(path, "cannot parse: nesting too deep")
         return result
+    except Exception as e:  # libcst's native parser can fail in other ways; one line, never a traceback
+        result.error = FileError(path, _one_line(f"cannot parse: libcst failed: {type(e).__name__}: {e}"))
+        return result
     result.parsed = True
     try:
-        result.findings = _run_rules(module, text, path, settings)
+        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members)
     except RecursionError:
         result.error = FileError(path, "cannot analyse: nesting too deep")
         return result
     except Exception as e:  # never a traceback: the run goes on, the file is reported
-        result.error = FileError(path, f"internal error: {type(e).__name__}: {e} (please report this)")
+        result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
         return result
     if apply_noqa:
         lines = text.splitlines()
@@ -96,19 +120,29 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     return result
 
 
-def build_context(module: cst.Module, text: str, path: str, settings: Settings) -> LintContext:
+def _one_line(message: str) -> str:
+    return " ".join(message.split()) if "\n" in message or "\r" in message else message
+
+
+def build_context(module: cst.Module, text: str, path: str, settings: Settings,
+                  starts: list[int] | None = None, parsed_text: str | None = None,
+                  members: dict[int, list[int]] | None = None) -> LintContext:
+    """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced."""
     module_name = module_name_for(path)
-    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators)
+    lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
+    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members)
     builder = ModelBuilder(index)
     records = builder.build()
     return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
 
 
-def _run_rules(module: cst.Module, text: str, path: str, settings: Settings) -> list[Finding]:
+def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
+               starts: list[int] | None = None, parsed_text: str | None = None,
+               members: dict[int, list[int]] | None = None) -> list[Finding]:
     rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings)
+    ctx = build_context(module, text, path, settings, starts, parsed_text, members)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

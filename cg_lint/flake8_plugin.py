@@ -1,4 +1,9 @@
-"""flake8 plugin: ``flake8 --select CG``. Reads the buffer flake8 gives (editors send stdin)."""
+"""flake8 plugin: ``flake8 --select CG``. Reads the buffer flake8 gives (editors send stdin).
+
+Cost model: a file without the marker costs one substring test (libcst is not even imported); a
+candidate reuses flake8's ``ast`` for the prefilter (cg_lint.prefilter), so only the statements that
+matter reach libcst. flake8 aborts the whole run when a plugin raises, so nothing escapes ``run``.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,20 @@ from typing import Any
 from cg_lint import __version__
 
 
+def markers(decorators: frozenset[str] = frozenset()) -> tuple[str, ...]:
+    """What a file must contain to be looked at (as cg_lint.prefilter.markers, without importing it)."""
+    return ("custom_gradient", *sorted({d.rsplit(".", 1)[-1] for d in decorators} - {"custom_gradient"}))
+
+
 class Plugin:
     name = "cg-lint"
     version = __version__
     _decorators: frozenset[str] = frozenset()
+    _markers: tuple[str, ...] = markers()
 
-    # flake8 makes this a tree plugin because __init__ asks for `tree`; we parse `lines` with libcst
-    def __init__(self, tree: ast.AST, lines: list[str], filename: str = "(none)") -> None:
+    # flake8 makes this a tree plugin because __init__ asks for `tree`
+    def __init__(self, tree: ast.AST | None, lines: list[str], filename: str = "(none)") -> None:
+        self.tree = tree
         self.lines = lines
         self.filename = filename
 
@@ -29,22 +41,31 @@ class Plugin:
     @classmethod
     def parse_options(cls, options: Any) -> None:
         cls._decorators = frozenset(getattr(options, "cg_decorators", None) or ())
+        cls._markers = markers(cls._decorators)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
+        try:
+            yield from self._run()
+        except Exception as e:  # flake8 aborts the whole run when a plugin raises
+            yield (1, 0, _one_line(f"CG999 cg-lint internal error: {type(e).__name__}: {e}"), type(self))
+
+    def _run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
-        if "custom_gradient" not in source and not any(d.rsplit(".", 1)[-1] in source for d in self._decorators):
+        if not any(m in source for m in self._markers):
             return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
         from cg_lint.engine import lint_source
 
         settings = Settings(select=("CG",), decorators=self._decorators)
-        try:
-            result = lint_source(source, self.filename, settings, apply_noqa=False)
-        except Exception as e:  # flake8 aborts the whole run when a plugin raises
-            yield (1, 0, f"CG999 cg-lint internal error: {type(e).__name__}: {e}", type(self))
-            return
-        if result.error is not None and result.error.message.startswith("internal error"):
-            yield (1, 0, f"CG999 cg-lint {result.error.message}", type(self))
+        tree = self.tree if isinstance(self.tree, ast.Module) else None
+        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree)
+        error = result.error
+        if error is not None and error.message.startswith("internal error"):
+            yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
         for f in result.findings:
             yield (f.line, f.column - 1, f"{f.code} {f.message}", type(self))
+
+
+def _one_line(message: str) -> str:
+    return " ".join(message.split())

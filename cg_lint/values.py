@@ -90,31 +90,60 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Syntax children in field order, skipping whitespace and token nodes.
 
     libcst's ``.children`` runs its visitor machinery for every node; reading the dataclass fields is
-    several times faster and the analysis never needs whitespace.
+    several times faster and the analysis never needs whitespace. libcst nodes are ABCs, so
+    ``isinstance(x, CSTNode)`` is slow: whether a type is a node is cached per type.
     """
     names = _FIELDS.get(type(node))
     if names is None:
         names = tuple(f.name for f in dataclasses.fields(node) if not _SKIP_FIELD.match(f.name))
         _FIELDS[type(node)] = names
     out: list[cst.CSTNode] = []
+    is_node = _IS_NODE
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend(v for v in value if isinstance(v, cst.CSTNode))
+        kind = type(value)
+        if kind is tuple or kind is list:
+            for v in value:
+                flag = is_node.get(type(v))
+                if flag is None:
+                    flag = _remember(type(v))
+                if flag:
+                    out.append(v)
+        else:
+            flag = is_node.get(kind)
+            if flag is None:
+                flag = _remember(kind)
+            if flag:
+                out.append(value)
     return out
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
+def _remember(kind: type) -> bool:
+    _IS_NODE[kind] = flag = issubclass(kind, cst.CSTNode)
+    return flag
 
 
 def own_nodes(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node of a function body, not descending into nested defs, lambdas or classes."""
     stack = list(reversed(children(body)))
+    scopes = _SCOPES
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if type(node) in scopes:
             continue
         stack.extend(reversed(children(node)))
+
+
+# parsed trees hold exactly these classes (libcst does not subclass them), so type() lookups are exact
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+_BINDERS = frozenset({
+    cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler,
+    cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom,
+})
 
 
 def _bind_target(env: Env, target: cst.BaseExpression, value) -> None:
@@ -132,7 +161,10 @@ def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str],
     env = Env(params=set(params), parent=parent)
     if isinstance(func, cst.Lambda):
         return env
+    binders = _BINDERS
     for node in own_nodes(func if isinstance(func, cst.Module) else func.body):
+        if type(node) not in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
+            continue
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 _bind_target(env, target.target, node.value)

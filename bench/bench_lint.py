@@ -1,0 +1,198 @@
+"""Speed of cg-lint against ruff and flake8, measured in one run and printed as ratios.
+
+    python bench/bench_lint.py [--quick N] [--repeat R] [--skip-flake8]
+
+1. ``cg-lint`` vs ``ruff check --select F --no-cache`` on the installed TensorFlow + Keras tree.
+2. ``flake8 --select F,CG`` vs ``flake8 --select F`` without the plugin, on the same tree (or, with
+   ``--quick N``, on a deterministic subset of N files that includes every candidate file).
+3. What an editor pays per save: the plugin's ``run()`` on a generated 2,000-line file full of
+   custom gradients, in-process (the first call in a fresh process, which imports libcst, and warm
+   calls), and the wall time of ``flake8 --select CG file`` vs ``flake8 --select E501 file``.
+4. Scaling: cg-lint on 10, 100, 1,000 and all files of the tree, serial and with the pool.
+
+Every command is a subprocess with PYTHONPATH set to this checkout; each timing is the best of R
+runs, and the commands of one comparison are interleaved so load affects both alike. flake8 runs
+every installed plugin whatever ``--select`` says, so "without the plugin" hides the CG entry point
+from flake8's plugin finder (see F8_RUNNER); that is also reported for the per-save comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.gen_cg import generate  # noqa: E402
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+PY = sys.executable
+# flake8 with or without the CG plugin: `python F8_RUNNER --cg|--no-cg <flake8 args>`
+F8_RUNNER = textwrap.dedent('''\
+    import sys
+    import flake8.plugins.finder as finder
+    found = finder._find_importlib_plugins
+    if sys.argv.pop(1) == "--no-cg":
+        finder._find_importlib_plugins = lambda: (p for p in found() if p.entry_point.name != "CG")
+    from flake8.main.cli import main
+    sys.exit(main(sys.argv[1:]))
+''')
+
+
+def package_dir(name: str) -> str:
+    """Where a package is installed, without importing it (importing TensorFlow takes seconds)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"bench: {name} is not installed")
+    return list(spec.submodule_search_locations)[0]
+
+
+def tree_files(roots: list[str]) -> list[str]:
+    out = []
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            out.extend(os.path.join(folder, f) for f in sorted(files) if f.endswith((".py", ".pyi")))
+    return out
+
+
+def is_candidate(path: str) -> bool:
+    return b"custom_gradient" in Path(path).read_bytes()
+
+
+def subset(files: list[str], n: int, keep: list[str] = ()) -> list[str]:
+    """N files spread evenly over the sorted tree, plus ``keep``; deterministic."""
+    if n >= len(files):
+        return list(files)
+    step = len(files) / n
+    chosen = {files[int(i * step)] for i in range(n)} | set(keep)
+    return sorted(chosen)
+
+
+def best_of(repeat: int, *commands: list[str], ok=(0, 1)) -> list[float]:
+    """Best wall time of each command over ``repeat`` interleaved rounds."""
+    best = [float("inf")] * len(commands)
+    for _ in range(repeat):
+        for i, cmd in enumerate(commands):
+            start = time.perf_counter()
+            proc = subprocess.run(cmd, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            elapsed = time.perf_counter() - start
+            if proc.returncode not in ok:
+                raise SystemExit(f"bench: {' '.join(cmd[:6])} ... exited {proc.returncode}: {proc.stderr[-500:]}")
+            best[i] = min(best[i], elapsed)
+    return best
+
+
+def cg_lint(paths: list[str], jobs: int | None = None) -> list[str]:
+    cmd = [PY, "-m", "cg_lint", "--isolated", "--exclude=", "-q"]
+    if jobs:
+        cmd += ["--jobs", str(jobs)]
+    return cmd + paths
+
+
+def ruff(paths: list[str]) -> list[str]:
+    return ["ruff", "check", "--isolated", "--select", "F", "--no-cache", "-q", *paths]
+
+
+def per_save(runner: str, repeat: int) -> dict[str, float]:
+    folder = Path(tempfile.mkdtemp(prefix="cg-bench-"))
+    source = folder / "ops_full_of_custom_gradients.py"
+    source.write_text(generate(2000))
+    probe = textwrap.dedent(f'''\
+        import ast, sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        text = open({str(source)!r}).read()
+        lines = text.splitlines(keepends=True)
+        tree = ast.parse(text)
+        from cg_lint.flake8_plugin import Plugin
+        times = []
+        for _ in range({repeat} + 1):
+            start = time.perf_counter()
+            out = list(Plugin(tree, lines, {str(source)!r}).run())
+            times.append(time.perf_counter() - start)
+        print(times[0], min(times[1:]), len(out), len(lines))
+    ''')
+    proc = subprocess.run([PY, "-c", probe], env=ENV, capture_output=True, text=True, check=True)
+    first, warm, findings, n_lines = proc.stdout.split()
+    f8 = [PY, runner]
+    walls = best_of(repeat, [*f8, "--cg", "--isolated", "--select", "CG", str(source)],
+                    [*f8, "--cg", "--isolated", "--select", "E501", str(source)],
+                    [*f8, "--no-cg", "--isolated", "--select", "E501", str(source)])
+    shutil.rmtree(folder)
+    return {"first_ms": 1e3 * float(first), "warm_ms": 1e3 * float(warm), "findings": int(findings),
+            "lines": int(n_lines), "f8_cg": walls[0], "f8_e501": walls[1], "f8_e501_no_plugin": walls[2]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", type=int, metavar="N", help="flake8 on N files (all candidates included)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-flake8", action="store_true")
+    args = parser.parse_args()
+
+    roots = [package_dir("tensorflow"), package_dir("keras")]
+    files = tree_files(roots)
+    candidates = [f for f in files if is_candidate(f)]
+    lines = sum(Path(f).read_bytes().count(b"\n") for f in files)
+    runner = Path(tempfile.mkdtemp(prefix="cg-bench-")) / "flake8_runner.py"
+    runner.write_text(F8_RUNNER)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; tree: tensorflow + keras, {len(files)} files, "
+          f"{lines:,} lines, {len(candidates)} mention custom_gradient; best of {args.repeat}\n")
+    rows: list[tuple[str, str, str, str]] = []
+
+    cg, rf = best_of(args.repeat, cg_lint(roots), ruff(roots))
+    rows.append(("cg-lint vs ruff (TF + Keras)", f"{cg:.2f} s / {rf:.2f} s", f"{cg / rf:.2f}", "<= 1.0"))
+
+    if not args.skip_flake8:
+        chosen = subset(files, args.quick, candidates) if args.quick else files
+        targets = chosen if args.quick else roots
+        with_cg, without = best_of(1 if not args.quick else args.repeat,
+                                   [PY, str(runner), "--cg", "--isolated", "--select", "F,CG", *targets],
+                                   [PY, str(runner), "--no-cg", "--isolated", "--select", "F", *targets])
+        label = f"{len(chosen)} files (--quick, all {len(candidates)} candidates)" if args.quick else "whole tree"
+        rows.append((f"flake8 F+CG vs flake8 F, no plugin ({label})", f"{with_cg:.2f} s / {without:.2f} s",
+                     f"{with_cg / without:.3f}", "<= 1.05"))
+
+    save = per_save(str(runner), max(args.repeat, 5))
+    rows.append((f"plugin run() per save, {save['lines']}-line file, warm", f"{save['warm_ms']:.0f} ms", "", "<= 50 ms"))
+    rows.append(("plugin run() per save, first call in a fresh process (imports libcst)",
+                 f"{save['first_ms']:.0f} ms", "", ""))
+    rows.append(("flake8 --select CG vs --select E501 (same file; both run the plugin)",
+                 f"{save['f8_cg']:.2f} s / {save['f8_e501']:.2f} s", f"{save['f8_cg'] / save['f8_e501']:.2f}", ""))
+    rows.append(("flake8 --select CG vs --select E501 without the plugin",
+                 f"{save['f8_cg']:.2f} s / {save['f8_e501_no_plugin']:.2f} s",
+                 f"{save['f8_cg'] / save['f8_e501_no_plugin']:.2f}", ""))
+
+    print("| measure | times | ratio | target |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+    print("\nscaling (cg-lint on evenly spread subsets of the tree; startup = an empty folder):")
+    empty = tempfile.mkdtemp(prefix="cg-bench-empty-")
+    (start_time,) = best_of(args.repeat, cg_lint([empty]))
+    print(f"startup {start_time:.2f} s\n")
+    print("| files | candidates | -j1 | pool (auto) | per file -j1 | per file pool |")
+    print("|---|---|---|---|---|---|")
+    for n in (10, 100, 1000, len(files)):
+        chosen = subset(files, n)
+        targets = roots if len(chosen) == len(files) else chosen
+        serial, pooled = best_of(args.repeat, cg_lint(targets, jobs=1), cg_lint(targets))
+        n_cand = len(set(chosen) & set(candidates))
+        print(f"| {len(chosen)} | {n_cand} | {serial:.2f} s | {pooled:.2f} s | "
+              f"{1e3 * (serial - start_time) / len(chosen):.2f} ms | {1e3 * (pooled - start_time) / len(chosen):.2f} ms |")
+    shutil.rmtree(empty)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Line bookkeeping shared by the prefilter: lines as Python's tokenizer sees them, statement spans."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split the way Python's tokenizer does (not on form feeds etc.)."""
+    return _LINE.findall(text)
+
+
+class Lines:
+    """Map character offsets to 1-based line numbers, and lines to offsets (``starts``)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.starts = [0]
+        for line in lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def line_of(self, offset: int) -> int:
+        return bisect.bisect_right(self.starts, offset)
+
+    def end_of(self, line: int) -> int:
+        """Offset just past ``line`` (clamped to the text)."""
+        return self.starts[min(line, len(self.starts) - 1)]
+
+
+def first_line(stmt: ast.AST) -> int:
+    """A statement's first line: its first decorator's for a decorated def or class."""
+    decorators = getattr(stmt, "decorator_list", None)
+    if decorators:
+        return min(stmt.lineno, *(d.lineno for d in decorators))
+    return stmt.lineno
+
+
+def touches(node: ast.AST, lines: list[int]) -> bool:
+    """Whether ``node`` spans one of the sorted ``lines`` (nodes without a position always do)."""
+    start = getattr(node, "lineno", None)
+    if start is None:
+        return True  # arguments, comprehension, withitem...: no position, always look inside
+    end = getattr(node, "end_lineno", None) or start
+    start = first_line(node)
+    i = bisect.bisect_left(lines, start)
+    return i < len(lines) and lines[i] <= end
+
+
+def groups(body: list[ast.stmt]) -> tuple[list[list[ast.stmt]], list[tuple[int, int]]]:
+    """Statements that share a line (`a = 1; b = 2`) form one group: kept or blanked together."""
+    out: list[list[ast.stmt]] = []
+    spans: list[tuple[int, int]] = []
+    for stmt in body:
+        first, last = first_line(stmt), stmt.end_lineno or stmt.lineno
+        if spans and first <= spans[-1][1]:
+            out[-1].append(stmt)
+            spans[-1] = (spans[-1][0], max(spans[-1][1], last))
+        else:
+            out.append([stmt])
+            spans.append((first, last))
+    return out, spans
+
+
+def starts_line(stmt: ast.stmt, lines: list[str]) -> bool:
+    """Whether nothing but indentation precedes ``stmt`` (or its first decorator) on its line."""
+    number = first_line(stmt)
+    line = lines[number - 1] if number <= len(lines) else ""
+    if getattr(stmt, "decorator_list", None):
+        return line.lstrip().startswith("@")
+    return not line.encode("utf-8", "surrogatepass")[:stmt.col_offset].strip()

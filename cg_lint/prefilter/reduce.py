@@ -1,0 +1,293 @@
+"""Gate 3: blank, line for line, the parts of a file the model cannot need.
+
+Every line and column of what is kept stays where it was, so positions need no mapping. What the
+model reads, and so what is kept (``tests/test_prefilter.py`` and ``bench/verify_reduction.py``
+check it against the full model; a rule that reads more must extend this):
+
+- roots: top-level statements (or members of top-level classes) holding a marker or an alias, in
+  full; the defs named in their ``return`` values, lambdas or marker-call arguments (grad functions,
+  call-form targets), and the defs named in those defs' returns (grads of call-form targets);
+- call sites: statements naming a function a root defines (methods: within their class);
+- name resolution: every top-level statement binding a name a kept statement mentions, to a
+  fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
+  stay whole. Mentions are every word of the kept text (strings and comments included);
+- in kept classes: members that are not defs, hold an import, or define (``self.x = ...``) or are
+  named like (properties, grad methods) a ``self.x`` a kept member reads, to a fixpoint.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+
+from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
+
+_WORD = re.compile(r"\w+")
+_RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
+_IMPORT_WORD = re.compile(r"\bimport\b")
+_SELF_ATTR = re.compile(r"\b(?:self|cls)\s*\.\s*(\w+)")
+# `self.x` where it may be assigned (over-approximated): before `=` or `op=`; in a target list
+# (`,` `)` `]` with an `=` later on the line, or on a `for` line); annotated; `with ... as self.x`
+_SELF_STORE = re.compile(
+    r"\b(?:self|cls)\s*\.\s*(\w+)\s*(?:(?:[-+*/%&|^@]|<<|>>|//|\*\*)?=(?!=)|in\b)"
+    r"|\b(?:self|cls)\s*\.\s*(\w+)\s*[,)\]](?=[^\n]*(?<![=!<>])=(?!=))"
+    r"|^[ \t]*(?:async\s+)?for\b[^\n]*?\b(?:self|cls)\s*\.\s*(\w+)"
+    r"|^[ \t]*(?:self|cls)\s*\.\s*(\w+)\s*:"
+    r"|\bas\s+(?:self|cls)\s*\.\s*(\w+)", re.M)
+_DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_IMPORT = (ast.Import, ast.ImportFrom)
+_BLANK, _STUB, _FULL = 0, 1, 2
+
+
+class _Unit:
+    """A top-level statement group, or one member of a top-level class (its body statements)."""
+
+    __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state")
+
+    def __init__(self, stmts: list[ast.stmt], first: int, last: int, lines: list[str],
+                 cls: "_Unit | None" = None) -> None:
+        self.stmts, self.first, self.last, self.cls = stmts, first, last, cls
+        one = stmts[0] if len(stmts) == 1 else None
+        self.name = one.name if isinstance(one, _DEF) else None
+        self.is_def = isinstance(one, (ast.FunctionDef, ast.AsyncFunctionDef))
+        self.members: list[_Unit] = []
+        # first line of the body: a def is stubbed, a class reduced, only when its body starts a line
+        # of its own (not `) -> int: ...` after a multi-line signature)
+        self.body_line = 0
+        if one is not None and isinstance(one, _DEF) and one.body and starts_line(one.body[0], lines):
+            self.body_line = first_line(one.body[0])
+        self.state = _BLANK
+
+
+def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], occ: list[int],
+           spellings: set[str]) -> tuple[str, int, list[int]] | None:
+    """The reduced text, its top-level statements kept (count) and their first lines; None when
+    everything is kept. ``occ``: lines holding a marker or alias; ``spellings``: those words."""
+    body_groups, spans = groups(body)
+    top = [_Unit(g, a, b, lines) for g, (a, b) in zip(body_groups, spans)]
+    leaves: list[_Unit] = []  # units a line can belong to, in line order (class headers excluded)
+    for unit in top:
+        cls = unit.stmts[0]
+        if unit.name is not None and not unit.is_def and unit.body_line:
+            for g, (a, b) in zip(*groups(cls.body)):
+                unit.members.append(_Unit(g, a, b, lines, unit))
+            leaves.extend(unit.members)
+        else:
+            leaves.append(unit)
+    leaf_starts = [u.first for u in leaves]
+    top_starts = [u.first for u in top]
+
+    def unit_at(line: int) -> _Unit | None:
+        i = bisect.bisect_right(leaf_starts, line) - 1
+        if i >= 0 and leaves[i].first <= line <= leaves[i].last:
+            return leaves[i]
+        j = bisect.bisect_right(top_starts, line) - 1  # a class header line
+        return top[j] if j >= 0 and top[j].first <= line <= top[j].last else None
+
+    def words(first: int, last: int) -> set[str]:
+        return set(_WORD.findall(text, offsets.starts[first - 1], offsets.starts[min(last, len(lines))]))
+
+    cache: dict[int, set[str]] = {}
+
+    def unit_words(unit: _Unit) -> set[str]:
+        """Every word of a unit (of a class's header only, for a class split into members)."""
+        found = cache.get(id(unit))
+        if found is None:
+            found = cache[id(unit)] = header_words(unit) if unit.members else words(unit.first, unit.last)
+        return found
+
+    def header_words(unit: _Unit) -> set[str]:
+        return words(unit.first, (unit.body_line or unit.last + 1) - 1)
+
+    full: list[_Unit] = []
+
+    def make_full(unit: _Unit) -> None:
+        if unit.state != _FULL:
+            unit.state = _FULL
+            full.append(unit)
+            if unit.cls is not None and unit.cls.state != _FULL:
+                unit.cls.state = _FULL
+                full.append(unit.cls)
+
+    roots: list[_Unit] = []
+    for line in occ:
+        unit = unit_at(line)
+        if unit is None:
+            continue
+        if unit.members and line < unit.body_line:  # in a class header: keep the class whole
+            for m in unit.members:
+                make_full(m)
+            unit.members = []
+        make_full(unit)
+        roots.append(unit)
+    for unit in top:  # `from __future__` and star imports change how the rest parses or resolves
+        if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
+               for s in unit.stmts):
+            make_full(unit)
+
+    defs: dict[str, list[_Unit]] = {}
+    for unit in leaves:
+        if unit.is_def:
+            defs.setdefault(unit.name, []).append(unit)
+    # defs the roots return or pass to a marker call (grads, call-form targets), and what those return
+    callees: dict[_Unit | None, set[str]] = {}  # where calls can reach them: module (None) or a class
+    level = roots
+    for depth in range(2):
+        nxt = []
+        for unit in level:
+            for name in _referenced(unit, spellings, text, offsets, occ) & defs.keys():
+                for d in defs[name]:
+                    if depth == 0:
+                        callees.setdefault(d.cls, set()).add(name)
+                    if d.state != _FULL:
+                        make_full(d)
+                        nxt.append(d)
+        level = nxt
+    for unit in roots:
+        if unit.cls is not None:
+            if unit.is_def:  # a method: called as self.name() inside its class only
+                callees.setdefault(unit.cls, set()).add(unit.name)
+        elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
+            callees.setdefault(None, set()).update(*(_binds(s) for s in unit.stmts))
+    headers = [u for u in top if u.members]
+    for scope, names in callees.items():
+        for unit in (leaves + headers) if scope is None else [scope, *scope.members]:
+            if unit.state != _FULL and not names.isdisjoint(unit_words(unit)):
+                make_full(unit)
+
+    # inside kept classes: members that are not defs, hold imports, or define/are what kept ones read
+    for unit in top:
+        if unit.state != _FULL or not unit.members:
+            continue
+        for m in unit.members:
+            if not m.is_def or _IMPORT_WORD.search(text, offsets.starts[m.first - 1], offsets.starts[m.last]):
+                make_full(m)
+        reads: set[str] = set()
+        done: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for m in unit.members:
+                if m.state == _FULL and id(m) not in done:
+                    done.add(id(m))
+                    reads |= set(_SELF_ATTR.findall(text, offsets.starts[m.first - 1], offsets.starts[m.last]))
+            for m in unit.members:
+                if m.state != _FULL and (m.name in reads or _stores(text, offsets, m) & reads):
+                    make_full(m)
+                    changed = True
+
+    # name resolution: bindings of every name a kept statement mentions, to a fixpoint
+    binders: dict[str, list[_Unit]] = {}
+    for unit in top:
+        for name in set().union(*(_binds(s) for s in unit.stmts)):
+            binders.setdefault(name, []).append(unit)
+    seen: set[str] = set()
+    work: list[_Unit] = list(full)
+    while work:
+        unit = work.pop()
+        mentioned = unit_words(unit) if unit.state == _FULL else header_words(unit)
+        for name in mentioned - seen:
+            seen.add(name)
+            for other in binders.get(name, ()):
+                if other.state != _BLANK:
+                    continue
+                if other.name is not None and other.body_line:
+                    other.state = _STUB  # only its binding matters: header and `...`
+                else:
+                    other.state = _FULL
+                    full.append(other)
+                work.append(other)
+    if all(u.state == _FULL and all(m.state == _FULL for m in u.members) for u in top):
+        return None
+
+    out = list(lines)
+
+    def blank(first: int, last: int) -> None:
+        for i in range(first - 1, min(last, len(out))):
+            out[i] = out[i][len(out[i].rstrip("\r\n")):]
+
+    def stub_at(line: int) -> None:  # `...` at the original line's indentation
+        original = lines[line - 1]
+        content = original.rstrip("\r\n")
+        out[line - 1] = content[:len(content) - len(content.lstrip())] + "..." + original[len(content):]
+
+    for unit in top:
+        if unit.state == _BLANK:
+            blank(unit.first, unit.last)
+        elif unit.state == _STUB:
+            blank(unit.body_line, unit.last)
+            stub_at(unit.body_line)
+        elif unit.members:
+            dropped = [m for m in unit.members if m.state != _FULL]
+            for m in dropped:
+                blank(m.first, m.last)
+            if len(dropped) == len(unit.members):
+                stub_at(unit.body_line)
+    kept = [u for u in top if u.state != _BLANK]
+    return "".join(out), sum(len(u.stmts) for u in kept), [u.first for u in kept]
+
+
+def _referenced(unit: _Unit, spellings: set[str], text: str, offsets: Lines, occ: list[int]) -> set[str]:
+    """Words of the ``return`` values, lambdas and marker-call arguments in ``unit``."""
+    begin, end = offsets.starts[unit.first - 1], offsets.starts[min(unit.last, len(offsets.starts) - 1)]
+    interesting = sorted({offsets.line_of(m.start()) for m in _RETURN_WORD.finditer(text, begin, end)} | set(occ))
+    found: set[str] = set()
+    stack: list[ast.AST] = list(unit.stmts)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Return, ast.Lambda)) or (
+                isinstance(node, ast.Call) and _last_name(node.func) in spellings):
+            last = node.end_lineno or node.lineno
+            found |= set(_WORD.findall(text, offsets.starts[node.lineno - 1], offsets.starts[min(last, len(offsets.starts) - 1)]))
+            if not isinstance(node, ast.Call):
+                continue
+        for child in ast.iter_child_nodes(node):
+            if touches(child, interesting):
+                stack.append(child)
+    return found
+
+
+def _stores(text: str, offsets: Lines, unit: _Unit) -> set[str]:
+    found: set[str] = set()
+    for parts in _SELF_STORE.findall(text, offsets.starts[unit.first - 1], offsets.starts[unit.last]):
+        found.update(g for g in parts if g)
+    return found
+
+
+def _last_name(expr: ast.AST) -> str | None:
+    return expr.id if isinstance(expr, ast.Name) else expr.attr if isinstance(expr, ast.Attribute) else None
+
+
+
+
+def _binds(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds in the module (over-approximated)."""
+    if isinstance(stmt, _DEF):
+        return {stmt.name}
+    out: set[str] = set()
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                out.add(node.id)
+            continue
+        if isinstance(node, _DEF):
+            out.add(node.name)
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.alias):
+            out.add(node.asname or node.name.split(".")[0])
+            continue
+        for attr in ("name", "rest"):  # except-as, match patterns
+            value = getattr(node, attr, None)
+            if isinstance(value, str):
+                out.add(value)
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+

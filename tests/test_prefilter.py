@@ -1,0 +1,264 @@
+"""The prefilter is exact: it never drops a file, or a part of one, that the model needs.
+
+Gate 2 (skip) and gate 3 (reduction) are checked against the full model: on hand-written cases, on
+every rule's VALID/INVALID examples, on mutated variants of realistic sources (hypothesis), and, in
+the slow test, on every candidate file of the installed TensorFlow, Keras and TFP trees.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import random
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from cg_lint import prefilter
+from cg_lint.builder import FileIndex
+from cg_lint.config import Settings
+from cg_lint.engine import build_context, lint_source
+from cg_lint.positions import compute_ranges
+from cg_lint.rules import ALL_RULES
+
+DATA = Path(__file__).parent / "data"
+ALL = Settings(select=("ALL",))
+MARKERS = ALL.markers()
+
+
+def records(text: str, path: str = "module.py", settings: Settings = ALL) -> list[tuple] | None:
+    """Everything the model says about each definition (None when libcst cannot parse the text)."""
+    try:
+        module = cst.parse_module(text)
+    except Exception:
+        return None
+    ctx = build_context(module, text, path, settings)
+    return [
+        (r.qualname, r.line, r.column, r.kind, tuple(r.inputs), r.has_varargs, tuple(sorted(r.structured_params)),
+         tuple((fr.site.line, None if fr.elements is None else len(fr.elements), fr.grad.name if fr.grad else None)
+               for fr in r.returns),
+         tuple((g.name, g.line, tuple(g.signature.names), len(g.returns)) for g in r.grads),
+         tuple((c.line, c.column, len(c.positional), len(c.keywords), c.has_star, c.via_partial) for c in r.call_sites))
+        for r in ctx.records
+    ]
+
+
+def assert_exact(text: str, path: str = "module.py", settings: Settings = ALL) -> None:
+    """Gate 2 never skips a file with a definition; gate 3 changes no record and no finding."""
+    full = records(text, path, settings)
+    plan = prefilter.plan(text, settings.markers())
+    if plan.error is not None or full is None:
+        return  # CPython or libcst rejects it: reported, not modelled
+    if plan.skip:
+        assert full == [], f"gate 2 skipped a file with definitions: {full}"
+        return
+    ast.parse(plan.text)  # the reduced text is still Python
+    assert records(plan.text, path, settings) == full
+    reduced = lint_source(text, path, settings)
+    whole = lint_source(text, path, settings, reduce=False)
+    assert reduced.findings == whole.findings
+    assert (reduced.error is None) == (whole.error is None)
+
+
+def sources() -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(DATA.glob("*.py"))}
+
+
+# -- gate 2 -----------------------------------------------------------------------------------
+
+SKIPPED = {
+    "import only": "from tensorflow.python.ops.custom_gradient import custom_gradient\n",
+    "reexport": "from keras.src.ops.core import custom_gradient as custom_gradient\n",
+    "module attribute": "from tensorflow.python.ops import custom_gradient\nn = custom_gradient.generate_name()\n",
+    "longer identifier": "experimental_custom_gradients = True\nx = opts.experimental_custom_gradients\n",
+    "string and comment": "s = 'tf.custom_gradient'  # @tf.custom_gradient\n",
+    "def and parameter names": "def custom_gradient(custom_gradient=None):\n    return 1\n",
+    "keyword name": "f(custom_gradient=1)\n",
+    "assignment target": "custom_gradient = lookup()\nself.custom_gradient = 2\n",
+    "class name": "class custom_gradient:\n    pass\n",
+}
+
+KEPT = {
+    "decorator": "import tensorflow as tf\n@tf.custom_gradient\ndef f(x):\n    return x, lambda d: d\n",
+    "alias": "from tensorflow import custom_gradient as cg\n@cg\ndef f(x):\n    return x, lambda d: d\n",
+    "alias in a function": "def outer():\n    from tensorflow import custom_gradient as cg\n    return cg(g)\n",
+    "call form": "import tensorflow as tf\ng = tf.custom_gradient(f)\n",
+    "value": "import tensorflow as tf\ncg = tf.custom_gradient\n",
+    "parenthesised decorator": "import tensorflow as tf\n@(tf.custom_gradient)\ndef f(x):\n    return x, None\n",
+    "decorator with call": "import tensorflow as tf\n@tf.custom_gradient()\ndef f(x):\n    return x, None\n",
+    "star import": "from tensorflow import *\n@custom_gradient\ndef f(x):\n    return x, None\n",
+    "method": "import tensorflow as tf\nclass A:\n    x = 1\n\n    @tf.custom_gradient\n    def f(self, x):\n        return x, None\n",
+    "f-string": "import tensorflow as tf\ns = f'{tf.custom_gradient(g)(1)}'\n",
+    "continued attribute": "import tensorflow as tf\n@tf.\\\ncustom_gradient\ndef f(x):\n    return x, None\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(SKIPPED))
+def test_gate2_skips_files_that_cannot_define(name: str) -> None:
+    assert prefilter.plan(SKIPPED[name], MARKERS).skip
+    assert_exact(SKIPPED[name])
+
+
+@pytest.mark.parametrize("name", sorted(KEPT))
+def test_gate2_keeps_every_use(name: str) -> None:
+    assert not prefilter.plan(KEPT[name], MARKERS).skip
+    assert_exact(KEPT[name])
+
+
+def test_stubs_keep_signatures_whose_body_shares_a_line() -> None:
+    text = textwrap.dedent("""\
+        import tensorflow as tf
+        from typing import Any
+
+
+        def helper(
+            x: Any, y: Any = None
+        ) -> Any: ...
+
+
+        def other(a,
+                  b): return a
+
+
+        class Spec(object,
+                   metaclass=type): x = 1
+
+
+        class Holder:
+            def m(self,
+                  v) -> int: return 1
+
+            def n(self): pass
+
+
+        @tf.custom_gradient
+        def f(x):
+            return helper(x) + other(1, 2) + Spec.x + Holder().m(1), lambda dy: dy
+        """)
+    plan = prefilter.plan(text, MARKERS)
+    ast.parse(plan.text)
+    assert_exact(text)
+
+
+def test_configured_names_are_markers() -> None:
+    text = "from mylib.wrappers import my_cg\n@my_cg\ndef f(x):\n    return x, None\n"
+    assert prefilter.plan(text, MARKERS).skip
+    settings = Settings(select=("ALL",), decorators=frozenset({"mylib.wrappers.my_cg"}))
+    assert not prefilter.plan(text, settings.markers()).skip
+    assert records(text, settings=settings)
+    assert_exact(text, settings=settings)
+
+
+def test_data_files() -> None:
+    for name, text in sources().items():
+        assert_exact(text, name)
+    assert prefilter.plan(sources()["not_cg.py"], MARKERS).skip
+
+
+def test_reduction_blanks_line_for_line() -> None:
+    text = sources()["cg_ops.py"]
+    plan = prefilter.plan(text, MARKERS)
+    assert not plan.skip and plan.kept < plan.total
+    assert len(prefilter.split_lines(plan.text)) == len(prefilter.split_lines(text))
+    for before, after in zip(prefilter.split_lines(text), prefilter.split_lines(plan.text)):
+        assert after in (before, before[len(before.rstrip("\r\n")):]) or after.strip() == "..."
+
+
+@pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.code)
+def test_rule_examples(rule) -> None:
+    for example in (*rule.VALID, *rule.INVALID):
+        source = textwrap.dedent(example)
+        assert_exact(source)
+        # the same example among unrelated code the reduction blanks
+        padded = "import os\n\n\ndef unrelated(a):\n    return os.path.join(a, 'x')\n\n\n" + source
+        assert_exact(padded)
+
+
+# -- variants ------------------------------------------------------------------------------
+
+def _mutate(text: str, rnd: random.Random) -> str:
+    lines = text.splitlines(keepends=True)
+    kind = rnd.choice(["delete", "duplicate", "rename", "shuffle", "indent", "alias"])
+    if kind == "delete" and lines:
+        for _ in range(rnd.randint(1, 4)):
+            del lines[rnd.randrange(len(lines))]
+    elif kind == "duplicate" and lines:
+        i = rnd.randrange(len(lines))
+        lines[i:i] = lines[i:i + rnd.randint(1, 12)]
+    elif kind == "rename":
+        old = rnd.choice(["grad", "x", "dy", "scaled", "tf", "ops", "self", "cg", "custom_gradient"])
+        new = rnd.choice(["g2", "y", "upstream", "helper", "tensorflow", "cg", "custom_gradient"])
+        return text.replace(old, new)
+    elif kind == "shuffle":
+        blocks = text.split("\n\n\n")
+        rnd.shuffle(blocks)
+        return "\n\n\n".join(blocks)
+    elif kind == "indent" and lines:
+        i = rnd.randrange(len(lines))
+        lines[i] = "    " + lines[i]
+    elif kind == "alias":
+        return text.replace("import tensorflow as tf", "import tensorflow as tf\nfrom tensorflow import custom_gradient as tf_cg") \
+                   .replace("@tf.custom_gradient", "@tf_cg", 1)
+    return "".join(lines)
+
+
+@hsettings(max_examples=int(os.environ.get("CG_LINT_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(p.name for p in DATA.glob("cg_*.py"))), st.randoms(use_true_random=False),
+       st.integers(1, 3))
+def test_variants_are_exact(name: str, rnd: random.Random, rounds: int) -> None:
+    text = (DATA / name).read_text(encoding="utf-8")
+    for _ in range(rounds):
+        text = _mutate(text, rnd)
+    assert_exact(text, name)
+
+
+# -- positions -----------------------------------------------------------------------------
+
+def test_positions_match_libcst() -> None:
+    for name, text in sources().items():
+        for variant in (text, text.replace("\n", "\r\n")):
+            for reduce in (False, True):
+                plan = prefilter.plan(variant, ("custom_gradient", "Layer"), reduce=reduce)
+                if plan.skip:
+                    continue
+                module = cst.parse_module(plan.text)
+                reference = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+                expected = {id(n): (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in reference.items()}
+                assert compute_ranges(module) == expected
+                for order in (1, -1):  # per statement / per member, whichever is asked first
+                    index = FileIndex(module, None, False, frozenset(), plan.starts,
+                                      prefilter.split_lines(plan.text), plan.members)
+                    for node in index.nodes[1:][::order]:
+                        assert index._range(node) == expected.get(id(node)), (name, type(node).__name__)
+
+
+# -- the real trees (slow) ---------------------------------------------------------------------
+
+def _installed(package: str) -> str | None:
+    spec = importlib.util.find_spec(package)
+    return None if spec is None or not spec.submodule_search_locations else list(spec.submodule_search_locations)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("package", ["tensorflow", "keras", "tensorflow_probability", "tf_keras"])
+def test_real_trees_are_exact(package: str) -> None:
+    root = _installed(package)
+    if root is None:
+        pytest.skip(f"{package} is not installed")
+    checked = 0
+    for folder, _, files in os.walk(root):
+        for file in files:
+            if not file.endswith(".py"):
+                continue
+            path = os.path.join(folder, file)
+            data = Path(path).read_bytes()
+            if b"custom_gradient" not in data:
+                continue
+            assert_exact(data.decode("utf-8"), path)
+            checked += 1
+    assert checked > 0
