@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 
 import libcst as cst
 
@@ -18,7 +17,7 @@ from cg_lint.model import (
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
 from cg_lint.positions import LazyRanges
-from cg_lint.values import IMPORTED, Env, build_env, children, own_nodes
+from cg_lint.values import IMPORTED, Env, build_env, children, function_nodes, own_nodes
 from cg_lint.variables import VariableFinder
 
 _PARTIAL = ("functools.partial", "partial")
@@ -455,10 +454,7 @@ class ModelBuilder:
         found: set[str] = set()
         bodies: list[FuncNode] = [record.node] + [g.node for g in record.grads]
         for func in bodies:
-            nodes: Iterable[cst.CSTNode] = (
-                own_nodes(func.body) if isinstance(func, cst.FunctionDef) else _walk(func.body)
-            )
-            for node in nodes:
+            for node in function_nodes(func):
                 found |= _sequence_uses(node, names)
         return found
 
@@ -530,14 +526,6 @@ def _all_params(func: FuncNode) -> list[cst.Param]:
     if p.star_kwarg is not None:
         out.append(p.star_kwarg)
     return out
-
-
-def _walk(node: cst.CSTNode):
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(children(current)))
 
 
 _SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})

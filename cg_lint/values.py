@@ -138,6 +138,17 @@ def own_nodes(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
         stack.extend(reversed(children(node)))
 
 
+def function_nodes(func: "cst.FunctionDef | cst.Lambda") -> Iterator[cst.CSTNode]:
+    """The nodes of a def's body or a lambda's expression, not entering nested scopes."""
+    if isinstance(func, cst.Lambda):
+        yield func.body
+        if type(func.body) in _SCOPES:
+            return
+        yield from own_nodes(func.body)
+    else:
+        yield from own_nodes(func.body)
+
+
 # parsed trees hold exactly these classes (libcst does not subclass them), so type() lookups are exact
 _SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 _BINDERS = frozenset({

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from cg_lint.model import CustomGradient, FuncNode, VariableRead
-from cg_lint.values import Unknown, call_name, children
+from cg_lint.values import Unknown, call_name, children, function_nodes
 
 if TYPE_CHECKING:  # the builder imports this module
     from cg_lint.builder import FileIndex
@@ -114,7 +114,7 @@ class VariableFinder:
         return found
 
     def _candidates(self, func: FuncNode, created_ok: bool) -> Iterator[tuple[cst.CSTNode, str, str]]:
-        for node in _own(func):
+        for node in function_nodes(func):
             if isinstance(node, cst.Call):
                 if self.is_variable_value(node) and created_ok and not self._assigned(node):
                     yield node, _text(node), "created"
@@ -276,16 +276,6 @@ def _passed_positionally(record: CustomGradient, text: str) -> bool:
             if pattern.search(module.code_for_node(arg.value)):
                 return True
     return False
-
-
-def _own(func: FuncNode) -> Iterator[cst.CSTNode]:
-    stack: list[cst.CSTNode] = [func.body] if isinstance(func, cst.Lambda) else list(reversed(children(func.body)))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        stack.extend(reversed(children(node)))
 
 
 def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:

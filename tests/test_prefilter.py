@@ -179,6 +179,46 @@ def test_rule_examples(rule) -> None:
         assert_exact(padded)
 
 
+def test_variables_rules_among_code_the_reduction_blanks() -> None:
+    """Weights created in build()/__init__ and module-level variables survive the reduction."""
+    filler = "\n".join(f"def helper_{i}(a, b):\n    return a * b + {i}\n" for i in range(200))
+    layer = textwrap.dedent("""
+        class Scale(keras.layers.Layer):
+            def __init__(self, units):
+                super().__init__()
+                self.units = units
+
+            def build(self, input_shape):
+                self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones")
+
+            def unrelated(self):
+                return helper_3(1, 2)
+
+            def call(self, x):
+                @tf.custom_gradient
+                def f(x):
+                    def grad(dy):
+                        return dy * self.w
+                    return x * self.w * GAIN, grad
+                return f(x)
+
+
+        class Dense2(keras.layers.Dense):
+            def call(self, x):
+                @tf.custom_gradient
+                def g(x):
+                    y = tf.matmul(x, self.kernel)
+                    def grad(dy):
+                        return tf.matmul(dy, self.kernel, transpose_b=True)
+                    return y, grad
+                return g(x)
+    """)
+    text = "import tensorflow as tf\nimport keras\n\nGAIN = tf.Variable(2.0)\n\n" + filler + layer + filler.replace("helper_", "other_")
+    assert_exact(text)
+    codes = sorted(f.code for f in lint_source(text, "module.py", ALL).findings)
+    assert codes == ["CG004", "CG004", "CG018", "CG018"]
+
+
 # -- variants ------------------------------------------------------------------------------
 
 def _mutate(text: str, rnd: random.Random) -> str:
