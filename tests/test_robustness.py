@@ -96,3 +96,14 @@ def test_a_dying_worker_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     dead = [r for r in results if r.error is not None]
     assert any(r.path.endswith("m3.py") for r in dead)
     assert all("worker process" in r.error.message for r in dead)
+
+
+def test_flake8_plugin_prefilter_honours_configured_names(tmp_path: Path) -> None:
+    source = tmp_path / "wrapped.py"
+    source.write_text("from mylib.wrappers import my_cg\n\n@my_cg\ndef f(x):\n    return x, x, None\n")
+    base = [sys.executable, "-m", "flake8", "--isolated", "--select", "CG", str(source)]
+    plain = subprocess.run(base, capture_output=True, text=True, env=_env(), timeout=120)
+    assert plain.returncode == 0 and plain.stdout == ""
+    configured = subprocess.run([*base, "--cg-decorators", "mylib.wrappers.my_cg"],
+                                capture_output=True, text=True, env=_env(), timeout=120)
+    assert configured.returncode == 1 and "CG001" in configured.stdout, configured.stdout + configured.stderr
