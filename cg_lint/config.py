@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -62,18 +64,62 @@ class Settings:
                 out.extend(codes)
         return out
 
+    def excluder(self) -> "Excluder":
+        return excluder(self.exclude + self.extend_exclude, self.root)
+
     def is_excluded(self, path: str) -> bool:
-        rel = _relative(path, self.root)
-        parts = Path(rel).parts
-        for pattern in self.exclude + self.extend_exclude:
-            if _match(rel, pattern) or any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-                return True
-        return False
+        """Whether any component of ``path`` (relative to the config root) matches an exclude."""
+        return self.excluder().excluded(path)
 
     def markers(self) -> tuple[str, ...]:
         """Substrings that a file holding a custom gradient must contain (the prefilter)."""
         extra = {d.rsplit(".", 1)[-1] for d in self.decorators}
         return ("custom_gradient", *sorted(extra))
+
+
+class Excluder:
+    """Exclude patterns compiled once: a walk asks per entry, so this is on the hot path.
+
+    A pattern matches a path component (``build``, ``*_pb2.py``) or the path relative to the config
+    root, like ``src/generated`` or ``**/fixtures``.
+    """
+
+    def __init__(self, patterns: tuple[str, ...], root: str) -> None:
+        cleaned = [p.rstrip("/") for p in patterns if p.rstrip("/")]
+        names = [fnmatch.translate(p) for p in cleaned if "/" not in p]
+        paths = []
+        for p in cleaned:
+            paths += [fnmatch.translate(p), fnmatch.translate(p + "/*")]
+            if p.startswith("**/"):
+                paths.append(fnmatch.translate(p[3:]))
+        self._name = re.compile("|".join(names)).match if names else None
+        self._path = re.compile("|".join(paths)).match if paths else None
+        self._root = os.path.abspath(root)
+        self._prefix = self._root.rstrip(os.sep) + os.sep
+
+    def relative(self, path: str) -> str:
+        full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+        full = os.path.normpath(full)
+        # outside the root a relative path would be "../../x": match against the absolute one
+        rel = full[len(self._prefix):] if full.startswith(self._prefix) else full.lstrip(os.sep)
+        return rel.replace(os.sep, "/")
+
+    def excluded(self, path: str) -> bool:
+        rel = self.relative(path)
+        if self._path is not None and self._path(rel):
+            return True
+        return self._name is not None and any(self._name(part) for part in rel.split("/"))
+
+    def entry_excluded(self, path: str, name: str) -> bool:
+        """For a walk: the folders above ``path`` were already checked, only its own name is new."""
+        if self._name is not None and self._name(name):
+            return True
+        return self._path is not None and bool(self._path(self.relative(path)))
+
+
+@functools.lru_cache(maxsize=32)
+def excluder(patterns: tuple[str, ...], root: str) -> Excluder:
+    return Excluder(patterns, root)
 
 
 def _longest_prefix(code: str, prefixes: tuple[str, ...]) -> int:

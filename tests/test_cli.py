@@ -190,3 +190,11 @@ def test_parallel_and_serial_agree(write, tmp_path):
     parallel = run_cli(".", "--format", "json", "-j", "2", cwd=tmp_path)
     assert json.loads(serial.stdout) == json.loads(parallel.stdout)
     assert len(json.loads(serial.stdout)) == 8
+
+
+def test_a_folder_named_on_the_command_line_is_linted_even_inside_an_excluded_one(write, tmp_path):
+    write("venv-like/site-packages/pkg/bad.py", BAD)
+    write("venv-like/site-packages/pkg/build/gen.py", BAD)  # below the named folder: excluded again
+    proc = run_cli("venv-like/site-packages/pkg", "--format", "json", cwd=tmp_path)
+    assert [item["path"] for item in json.loads(proc.stdout)] == ["venv-like/site-packages/pkg/bad.py"]
+    assert run_cli("--force-exclude", "venv-like/site-packages/pkg", cwd=tmp_path).returncode == 0
