@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from cg_lint import prefilter
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
 from cg_lint.findings import FileError, Finding
@@ -30,6 +31,11 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
 def find_custom_gradients(source: str, path: str, settings: Settings | None = None) -> list[Definition]:
     """Every custom-gradient definition in ``source``; [] when the source cannot be parsed."""
     settings = settings or Settings()
+    # the same guard as linting: text CPython rejects, or nested deeper than libcst survives
+    # (it can crash the process), never reaches libcst
+    plan = prefilter.plan(source, settings.markers(), reduce=False)
+    if plan.skip or plan.error is not None:
+        return []
     try:
         module = cst.parse_module(source)
         ctx = build_context(module, source, path, settings)

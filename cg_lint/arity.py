@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cg_lint.builder import ModelBuilder
-from cg_lint.model import CustomGradient, GradFn, ReturnSite
+from cg_lint.model import CallSite, CustomGradient, GradFn, ReturnSite
 from cg_lint.values import Counter, Env, is_tensor_op_call
 
 
@@ -18,7 +18,11 @@ class Expected:
     low: int
     high: int | None  # None: no upper bound (*args or sequence inputs)
     exact: frozenset[int] = frozenset()
-    call_line: int | None = None
+    first_call: "CallSite | None" = None  # for messages; its position is computed only when reported
+
+    @property
+    def call_line(self) -> int | None:
+        return None if self.first_call is None else self.first_call.line
 
     def accepts(self, n: int) -> bool:
         if self.exact:
@@ -30,8 +34,10 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
     """The number of flattened positional inputs, or None when it cannot be known."""
     sig = record.signature
     exact: set[int] = set()
-    first_line = None
+    first_call = None
     for site in record.call_sites:
+        if site.via_partial:
+            continue  # functools.partial binds some inputs; the call of the result is not seen here
         if site.has_star:
             exact = set()
             break
@@ -53,9 +59,9 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
             exact = set()
             break
         exact.add(total)
-        first_line = first_line or site.line
+        first_call = first_call or site
     if exact:
-        return Expected(min(exact), max(exact), frozenset(exact), first_line)
+        return Expected(min(exact), max(exact), frozenset(exact), first_call)
     required = len(sig.required)
     unbounded = sig.varargs is not None or any(p.name in record.structured_params for p in sig.positional)
     if sig.varargs is not None and not sig.positional:

@@ -162,3 +162,9 @@ def test_positions_are_the_def_name():
             return x, lambda d: d
     """)
     assert (found[0].line, found[0].column) == (5, 5)  # line 1 is the blank after """
+
+
+def test_pathological_nesting_is_refused_not_crashed():
+    # libcst can crash the whole process on expressions nested thousands deep; runtime-check calls this
+    deep = "import tensorflow as tf\n@tf.custom_gradient\ndef f(x):\n    return " + "1+" * 8000 + "1, lambda d: d\n"
+    assert find_custom_gradients(deep, "deep.py") == []

@@ -451,6 +451,18 @@ def outer(x):
         return dy * 2.0, grad_grad
     return x * x, grad
 """,
+        """
+import functools
+import tensorflow as tf
+
+@tf.custom_gradient
+def scale(x, factor):
+    def grad(dy):
+        return dy * factor, None
+    return x * factor, grad
+
+same = functools.partial(scale)  # not a call with zero inputs
+""",
     )
     INVALID = (
         """
