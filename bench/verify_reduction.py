@@ -32,7 +32,8 @@ def check(args: tuple[str, tuple[str, ...]]) -> tuple[str, str] | None:
 
     from cg_lint import prefilter
     from cg_lint.config import Settings
-    from cg_lint.engine import build_context, decode, lint_source
+    from cg_lint.engine import build_context, lint_source
+    from cg_lint.sources import decode
 
     warnings.simplefilter("ignore")
     settings = Settings(select=("ALL",), decorators=frozenset(decorators))

@@ -41,7 +41,8 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
         if site.has_star:
             exact = set()
             break
-        env = builder.env_for(_enclosing_func(builder, site.node)) if _enclosing_func(builder, site.node) else Env()
+        caller = _enclosing_func(builder, site.node)
+        env = builder.env_for(caller) if caller is not None else Env()
         counter = Counter(env, builder.ix.qualnames)
         total: int | None = 0
         for i, arg in enumerate(site.positional):

@@ -9,13 +9,14 @@ from pathlib import Path
 
 from cg_lint import __version__
 from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settings
-from cg_lint.engine import FileResult, decode, lint_source
+from cg_lint.engine import FileResult, lint_source
 from cg_lint.findings import FileError, Finding
 from cg_lint.fixes import (MAX_ITERATIONS, FixOutcome, applicable, encode_source, fix_source, read_source,
                            unified_diff)
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.rules import ALL_RULES, RULES_BY_CODE
 from cg_lint.runner import lint_paths
+from cg_lint.sources import lines_of, read_lines
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -138,7 +139,7 @@ def _check(args: argparse.Namespace) -> int:
         return _fix_files(args, settings, results)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
     errors = [r.error for r in results if r.error is not None]
-    _report(args, findings, _sources(findings) if args.format == "text" else None, sys.stdout)
+    _report(args, findings, read_lines(f.path for f in findings) if args.format == "text" else None, sys.stdout)
     for error in errors:
         print(error.one_line(), file=sys.stderr)
     _lint_summary(args, findings, sum(1 for r in results if r.parsed), errors)
@@ -155,7 +156,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
         result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
         findings = result.findings
         errors = [result.error] if result.error else []
-        sources = {label: _lines(data, label)} if args.format == "text" else None
+        sources = {label: lines_of(data, label)} if args.format == "text" else None
         _report(args, findings, sources, sys.stdout)
         for error in errors:
             print(error.one_line(), file=sys.stderr)
@@ -222,7 +223,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
     else:
         findings.sort(key=lambda f: f.sort_key())
         if args.format == "text":
-            sources.update(_sources([f for f in findings if f.path not in sources]))
+            sources.update(read_lines(f.path for f in findings if f.path not in sources))
         _report(args, findings, sources, sys.stdout)
     for error in errors:
         print(error.one_line(), file=sys.stderr)
@@ -307,21 +308,6 @@ def _exit(args: argparse.Namespace, findings: list[Finding], errors: list[FileEr
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def _lines(data: bytes, path: str) -> list[str]:
-    text = decode(data, path)
-    return [] if isinstance(text, FileError) else text.splitlines()
-
-
-def _sources(findings) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for path in {f.path for f in findings}:
-        try:
-            out[path] = _lines(Path(path).read_bytes(), path)
-        except OSError:
-            continue
-    return out
 
 
 if __name__ == "__main__":  # pragma: no cover

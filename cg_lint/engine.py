@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import re
 import sys
-import tokenize
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,6 +12,7 @@ import libcst as cst
 from cg_lint.builder import FileIndex, ModelBuilder
 from cg_lint.config import Settings
 from cg_lint.findings import FileError, Finding
+from cg_lint.sources import decode
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
 from cg_lint import prefilter
@@ -34,25 +33,6 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False  # False when the prefilter skipped the file
-
-
-def decode(data: bytes, path: str) -> str | FileError:
-    """Decode like Python does (BOM, PEP 263 cookie, else UTF-8); one clear line on failure."""
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as e:
-        # detect_encoding fails on undecodable bytes in the first two lines: say where, like below
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError as u:
-            return FileError(path, f"cannot decode as utf-8 at byte {u.start}: not a text file in that encoding")
-        return FileError(path, f"cannot decode: {getattr(e, 'msg', e)}")
-    try:
-        text = data.decode(encoding)
-    except (UnicodeDecodeError, LookupError) as e:
-        where = f" at byte {e.start}" if isinstance(e, UnicodeDecodeError) else ""
-        return FileError(path, f"cannot decode as {encoding}{where}: not a text file in that encoding")
-    return text.removeprefix("\ufeff")
 
 
 def might_contain(data: bytes | str, settings: Settings) -> bool:

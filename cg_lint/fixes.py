@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from cg_lint.findings import Edit, FileError, Finding, Fix
+from cg_lint.sources import decode
 
 MAX_ITERATIONS = 10
 # libcst ends lines at \r\n, \r or \n only (str.splitlines also splits at \f, \x1c, \u2028, ...)
@@ -180,8 +181,6 @@ class SourceFile:
 
 def read_source(data: bytes, path: str) -> SourceFile | FileError:
     """Decode like Python does, remembering the encoding (and BOM) to write the file back."""
-    from cg_lint.engine import decode
-
     text = decode(data, path)
     if isinstance(text, FileError):
         return text

@@ -211,6 +211,15 @@ def _aug_to_binop(op: cst.BaseAugOp) -> cst.BaseBinaryOp:
     return mapping.get(type(op), cst.Add)()
 
 
+def literal_binding(expr: cst.BaseExpression | None, env: Env) -> cst.BaseExpression | None:
+    """The literal tuple/list a name is bound to exactly once (``pair = (y, grad); return pair``)."""
+    if isinstance(expr, cst.Name):
+        values = env.lookup(expr.value) or []
+        if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
+            return values[0]
+    return None
+
+
 def call_name(node: cst.Call, qualnames: QualNames) -> str | None:
     """The resolved qualified name of a call's callee (one of them, if several)."""
     if isinstance(node.func, cst.Call):

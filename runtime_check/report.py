@@ -9,6 +9,7 @@ from typing import Any, Iterable, Sequence
 from cg_lint.findings import Finding
 from cg_lint.formatters import FORMATS as SHARED_FORMATS
 from cg_lint.formatters import format_findings as shared_format
+from cg_lint.sources import read_lines
 
 from .issues import INFO_CODES
 
@@ -37,14 +38,7 @@ def is_failure(finding: Finding) -> bool:
 
 def format_findings(findings: Sequence[Finding], fmt: str) -> str:
     """The same formats as cg-lint's; info codes (no valid inputs) are notes, not errors."""
-    sources: dict[str, list[str]] = {}
-    if fmt == "text":
-        for path in {f.path for f in findings}:
-            try:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    sources[path] = fh.read().splitlines()
-            except OSError:
-                continue
+    sources = read_lines(f.path for f in findings) if fmt == "text" else {}
     return shared_format(findings, fmt, sources, sys.stdout, tool="runtime-check",
                          levels={code: "note" for code in INFO_CODES}).rstrip("\n")
 

@@ -10,7 +10,7 @@ from cg_lint.arity import Kind, classify, expected_inputs, grad_counter, returne
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model import CustomGradient, ForwardReturn
 from cg_lint.rules.base import LintContext, Rule, plural
-from cg_lint.values import Counter, describe
+from cg_lint.values import Counter, describe, literal_binding
 
 
 class ForwardReturnNotPair(Rule):
@@ -158,7 +158,7 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
             return f"'{name}' returns None; a custom-gradient function must return (outputs, grad_fn)", None
         qn = ctx.index.qualnames
         if fr.elements is None:
-            resolved = _resolve_literal(value, env)
+            resolved = literal_binding(value, env)
             if resolved is not None:
                 value = resolved
             elif classify(value, env, own, qn) == Kind.NOT_CALLABLE:
@@ -201,15 +201,6 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
         text = cst.Module(body=[]).code_for_node(new)
         (l1, c1), (l2, c2) = ctx.index.position(value), ctx.index.end_position(value)
         return Fix("Wrap the outputs in a tuple", (Edit(l1, c1, l2, c2, text),), safe=True)
-
-
-def _resolve_literal(expr: cst.BaseExpression, env) -> cst.BaseExpression | None:
-    """A name bound once to a literal tuple/list (``pair = (y, grad); return pair``)."""
-    if isinstance(expr, cst.Name):
-        values = env.lookup(expr.value) or []
-        if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
-            return values[0]
-    return None
 
 
 class UpstreamCountMismatch(Rule):

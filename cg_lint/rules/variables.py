@@ -15,7 +15,7 @@ from cg_lint.fixes import insert_after, replace_node
 from cg_lint.model import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, plural
 from cg_lint.tensors import Tensors, statement_of
-from cg_lint.values import call_name, describe
+from cg_lint.values import call_name, describe, literal_binding
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
           "layer": "Keras layer with weights"}
@@ -40,9 +40,7 @@ def _literal(expr: cst.BaseExpression | None, ctx: LintContext) -> cst.BaseExpre
     """``expr``, or the literal tuple/list a name is bound to exactly once."""
     if isinstance(expr, cst.Name):
         owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
-        values = ctx.index.env_for(owner).lookup(expr.value) or []
-        if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
-            return values[0]
+        return literal_binding(expr, ctx.index.env_for(owner)) or expr
     return expr
 
 
