@@ -46,7 +46,7 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
         counter = Counter(env, builder.ix.qualnames)
         total: int | None = 0
         for i, arg in enumerate(site.positional):
-            if isinstance(arg.value, (cst.List, cst.Tuple)):
+            if type(arg.value) in (cst.List, cst.Tuple):
                 c = counter.count(arg.value)
             elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
                 c = None
@@ -83,15 +83,15 @@ def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int
     value = site.value
     if value is None:
         return None
-    pair = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 2 else None
+    pair = value.elements if type(value) in (cst.Tuple, cst.List) and len(value.elements) == 2 else None
     if grad.is_custom_gradient:
         # a higher-order grad returns (grads, grad_of_grad): the first element holds the gradients
-        if pair is None or isinstance(pair[0], cst.StarredElement):
+        if pair is None or type(pair[0]) is cst.StarredElement:
             return None
         value = pair[0].value
-        pair = value.elements if isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == 2 else None
+        pair = value.elements if type(value) in (cst.Tuple, cst.List) and len(value.elements) == 2 else None
     options = {counter.count(value)}
-    if grad.accepts_variables and pair is not None and not isinstance(pair[0], cst.StarredElement):
+    if grad.accepts_variables and pair is not None and type(pair[0]) is not cst.StarredElement:
         first = counter.count(pair[0].value)
         # `variables` declared and a list beside the input grads: only the pair reading makes sense
         if grad.declares_variables and _list_like(pair[1].value, counter):
@@ -104,13 +104,13 @@ def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int
 
 
 def _list_like(expr: cst.BaseExpression, counter: Counter) -> bool:
-    if isinstance(expr, (cst.List, cst.ListComp)):
+    if type(expr) in (cst.List, cst.ListComp):
         return True
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "list":
+    if type(expr) is cst.Call and type(expr.func) is cst.Name and expr.func.value == "list":
         return True
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         values = counter.env.lookup(expr.value) or []
-        return bool(values) and all(isinstance(v, (cst.List, cst.ListComp)) for v in values)
+        return bool(values) and all(type(v) in (cst.List, cst.ListComp) for v in values)
     return False
 
 
@@ -124,9 +124,9 @@ def classify(expr: cst.BaseExpression, env: Env, own_params: set[str], qualnames
     """Whether a value is obviously a function, obviously not one, or unknown."""
     if depth > 8:
         return Kind.UNKNOWN
-    if isinstance(expr, cst.Lambda):
+    if type(expr) is cst.Lambda:
         return Kind.FUNCTION
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         if expr.value in ("None", "True", "False"):
             return Kind.NOT_CALLABLE
         values = env.lookup(expr.value)
@@ -136,7 +136,7 @@ def classify(expr: cst.BaseExpression, env: Env, own_params: set[str], qualnames
             return Kind.NOT_CALLABLE if expr.value in own_params else Kind.UNKNOWN
         kinds = set()
         for v in values:
-            if isinstance(v, (cst.FunctionDef, cst.Lambda)):
+            if type(v) in (cst.FunctionDef, cst.Lambda):
                 kinds.add(Kind.FUNCTION)
             elif isinstance(v, cst.BaseExpression):
                 kinds.add(classify(v, env, own_params, qualnames, depth + 1))

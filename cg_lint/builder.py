@@ -17,7 +17,7 @@ from cg_lint.model import (
 )
 from cg_lint.names import absolute_name, is_custom_gradient_name
 from cg_lint.positions import LazyRanges
-from cg_lint.values import IMPORTED, Env, build_env, children, function_nodes, own_nodes
+from cg_lint.values import IMPORTED, Env, build_env, children, clear_caches, subtree, function_nodes, own_nodes
 from cg_lint.variables import VariableFinder
 
 _PARTIAL = ("functools.partial", "partial")
@@ -39,6 +39,7 @@ class FileIndex:
         ``source_lines`` (the parsed text, split with line endings) let positions be computed per
         statement (``member_starts``: per member of top-level classes, keyed by the class's first
         line); without them the first position regenerates the whole module."""
+        clear_caches()  # bounded: node lists of earlier analyses are kept while they fit
         self.module = module
         self.module_name = module_name
         self.is_package = is_package
@@ -49,6 +50,7 @@ class FileIndex:
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
         self._aliases: dict[tuple[str, ...], set[str]] = {}
+        self.memo: dict[object, object] = {}  # per-file results of analyses that several rules share
         self._index()
         self.module_env = build_env(module, set(), None)
         self.envs: dict[int, Env] = {}
@@ -61,44 +63,42 @@ class FileIndex:
 
     def _index(self) -> None:
         """Every syntax node in source order, and each one's parent."""
-        stack: list[cst.CSTNode] = [self.module]
-        parents, nodes = self.parents, self.nodes
-        while stack:
-            node = stack.pop()
-            nodes.append(node)
-            kids = children(node)
-            for child in kids:
-                parents[id(child)] = node
-            stack.extend(reversed(kids))
+        module = self.module
+        self.nodes.append(module)
+        for stmt in children(module):  # the body: header and footer are whitespace
+            self.parents[id(stmt)] = module
+            nodes, parents = subtree(stmt)
+            self.nodes.extend(nodes)
+            self.parents.update(parents)
 
     def _add_import(self, node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
-        if isinstance(node, cst.Import):
+        if type(node) is cst.Import:
             for alias in node.names:
                 full = cst.helpers.get_full_name_for_node(alias.name) or ""
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                if alias.asname is not None and type(alias.asname.name) is cst.Name:
                     table[alias.asname.name.value] = full
                 else:
                     table[full.split(".")[0]] = full.split(".")[0]
             return
         base = "." * len(node.relative) + (cst.helpers.get_full_name_for_node(node.module) or "" if node.module else "")
         base = absolute_name(base, self.module_name, self.is_package) if base.startswith(".") else base
-        if isinstance(node.names, cst.ImportStar):
+        if type(node.names) is cst.ImportStar:
             if base in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
                 table["custom_gradient"] = f"{base}.custom_gradient"
             return
         for alias in node.names:
             name = cst.helpers.get_full_name_for_node(alias.name) or ""
-            bound = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
+            bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else name
             table[bound] = f"{base}.{name}" if base else name
 
     # -- names -----------------------------------------------------------------------------
     def qualnames(self, node: cst.CSTNode) -> set[str]:
         """What a name or dotted attribute refers to: ``tf.math.log`` -> {"tensorflow.math.log"}."""
         parts: list[str] = []
-        while isinstance(node, cst.Attribute):
+        while type(node) is cst.Attribute:
             parts.append(node.attr.value)
             node = node.value
-        if not isinstance(node, cst.Name):
+        if type(node) is not cst.Name:
             return set()
         base = self._resolve_name(node)
         if base is None:
@@ -145,7 +145,7 @@ class FileIndex:
 
     def is_custom_gradient(self, expr: cst.BaseExpression) -> bool:
         # cheap textual test first: resolving a name may build the environments around it
-        last = expr.attr.value if isinstance(expr, cst.Attribute) else expr.value if isinstance(expr, cst.Name) else None
+        last = expr.attr.value if type(expr) is cst.Attribute else expr.value if type(expr) is cst.Name else None
         if last is None or (last not in self._cg_spellings and last != "custom_gradient"):
             return False
         return any(is_custom_gradient_name(n, self.extra_names) for n in self.qualnames(expr))
@@ -170,7 +170,7 @@ class FileIndex:
 
     def env_for(self, func: cst.CSTNode | None) -> Env:
         """Local bindings of ``func``, chained to the enclosing functions and the module."""
-        if func is None or isinstance(func, cst.Module):
+        if func is None or type(func) is cst.Module:
             return self.module_env
         env = self.envs.get(id(func))
         if env is None:
@@ -221,7 +221,7 @@ class FileIndex:
                 member = below
         if parent is not self.module:
             return self._positions.get(node, None)
-        return self._positions.get(node, top, member if isinstance(top, cst.ClassDef) else None)
+        return self._positions.get(node, top, member if type(top) is cst.ClassDef else None)
 
 
 _LEAF_KINDS: dict[tuple[type, ...], bool] = {}
@@ -240,7 +240,7 @@ def _signature(func: FuncNode, drop_first: bool) -> Signature:
     if drop_first and positional:
         positional = positional[1:]
     star = params.star_arg
-    varargs = Param(star.name.value, star, False) if isinstance(star, cst.Param) else None
+    varargs = Param(star.name.value, star, False) if type(star) is cst.Param else None
     kwonly = [Param(p.name.value, p, p.default is not None) for p in params.kwonly_params]
     kwargs = Param(params.star_kwarg.name.value, params.star_kwarg, False) if params.star_kwarg else None
     return Signature(positional, varargs, kwonly, kwargs)
@@ -249,7 +249,7 @@ def _signature(func: FuncNode, drop_first: bool) -> Signature:
 def _decorator_names(func: cst.FunctionDef) -> set[str]:
     names = set()
     for d in func.decorators:
-        expr = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+        expr = d.decorator.func if type(d.decorator) is cst.Call else d.decorator
         full = cst.helpers.get_full_name_for_node(expr)
         if full:
             names.add(full.split(".")[-1])
@@ -292,7 +292,7 @@ class ModelBuilder:
 
     def _is_cg_decorator(self, dec: cst.Decorator) -> bool:
         expr = dec.decorator
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             # `@tf.custom_gradient()` returns the decorator; anything with arguments is another API
             if expr.args:
                 return False
@@ -300,7 +300,7 @@ class ModelBuilder:
         return self.ix.is_custom_gradient(expr)
 
     def _maybe_call_form(self, call: cst.Call) -> None:
-        if not isinstance(call.func, (cst.Name, cst.Attribute)) or not self.ix.is_custom_gradient(call.func):
+        if type(call.func) not in (cst.Name, cst.Attribute) or not self.ix.is_custom_gradient(call.func):
             return
         positional = [a for a in call.args if a.keyword is None and not a.star]
         keyword = {a.keyword.value: a for a in call.args if a.keyword is not None}
@@ -313,9 +313,9 @@ class ModelBuilder:
         binding: list[cst.CSTNode] = [call]
         parent = self.ix.parent(call)
         bound_to = None
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        if type(parent) is cst.Assign and len(parent.targets) == 1:
             bound_to = _binding_name([parent.targets[0].target])
-        if isinstance(arg, cst.Lambda):
+        if type(arg) is cst.Lambda:
             self._add(arg, binding, kind="lambda", anchor_name=bound_to)
             return
         target = self._resolve_function(arg)
@@ -324,17 +324,17 @@ class ModelBuilder:
             if existing is not None:
                 existing.binding_nodes.extend(binding)
             else:
-                self._add(target, [target, *binding] if isinstance(arg, cst.Name) else binding,
+                self._add(target, [target, *binding] if type(arg) is cst.Name else binding,
                           kind=None, anchor_name=bound_to)
 
     def _resolve_function(self, expr: cst.BaseExpression) -> cst.FunctionDef | None:
         """A local def that ``expr`` (a name, or ``self.name``) refers to."""
-        if isinstance(expr, cst.Name):
-            defs = [v for v in self.ix.lookup_function(expr) if isinstance(v, cst.FunctionDef)]
+        if type(expr) is cst.Name:
+            defs = [v for v in self.ix.lookup_function(expr) if type(v) is cst.FunctionDef]
             return defs[-1] if defs else None
-        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+        if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value in ("self", "cls"):
             cls = self.ix.enclosing(expr, (cst.ClassDef,))
-            if isinstance(cls, cst.ClassDef):
+            if type(cls) is cst.ClassDef:
                 return _method(cls, expr.attr.value)
         return None
 
@@ -343,11 +343,11 @@ class ModelBuilder:
         if id(func) in self.by_node:
             return
         cls = None
-        if isinstance(func, cst.FunctionDef):
+        if type(func) is cst.FunctionDef:
             parent = self.ix.parent(func)
             grand = self.ix.parent(parent) if parent is not None else None
             decos = _decorator_names(func)
-            if isinstance(grand, cst.ClassDef):
+            if type(grand) is cst.ClassDef:
                 cls = grand
                 kind = "staticmethod" if "staticmethod" in decos else "classmethod" if "classmethod" in decos else "method"
             elif kind is None:
@@ -365,14 +365,14 @@ class ModelBuilder:
             anchor=anchor,
             locate=self.locate,
             name=anchor_name if (anchor_name and kind != "lambda") else name,
-            qualname=self._qualname(func, name if isinstance(func, cst.FunctionDef) else "<lambda>"),
+            qualname=self._qualname(func, name if type(func) is cst.FunctionDef else "<lambda>"),
             kind=kind,
             node=func,
             signature=_signature(func, drop_first),
             class_node=cls,
             binding_nodes=list(binding),
         )
-        if isinstance(func, cst.FunctionDef) and anchor_name and anchor_name != func.name.value:
+        if type(func) is cst.FunctionDef and anchor_name and anchor_name != func.name.value:
             record.name = anchor_name
         self.by_node[id(func)] = record
 
@@ -380,11 +380,11 @@ class ModelBuilder:
         parts = [name]
         node = self.ix.parent(func)
         while node is not None:
-            if isinstance(node, cst.ClassDef):
+            if type(node) is cst.ClassDef:
                 parts.append(node.name.value)
-            elif isinstance(node, cst.FunctionDef):
+            elif type(node) is cst.FunctionDef:
                 parts.extend(["<locals>", node.name.value])
-            elif isinstance(node, cst.Lambda):
+            elif type(node) is cst.Lambda:
                 parts.extend(["<locals>", "<lambda>"])
             node = self.ix.parent(node)
         return ".".join(reversed(parts))
@@ -394,10 +394,10 @@ class ModelBuilder:
         return self.ix.env_for(func)
 
     def _returns(self, func: FuncNode) -> list[ReturnSite]:
-        if isinstance(func, cst.Lambda):
+        if type(func) is cst.Lambda:
             return [ReturnSite(anchor=func.body, locate=self.locate, value=func.body)]
         return [ReturnSite(anchor=node, locate=self.locate, value=node.value)
-                for node in own_nodes(func.body) if isinstance(node, cst.Return)]
+                for node in own_nodes(func.body) if type(node) is cst.Return]
 
     def _describe(self, record: CustomGradient) -> None:
         env = self.env_for(record.node)
@@ -405,7 +405,7 @@ class ModelBuilder:
         for site in self._returns(record.node):
             value = site.value
             elements = None
-            if isinstance(value, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
+            if type(value) in (cst.Tuple, cst.List) and not any(type(e) is cst.StarredElement for e in value.elements):
                 elements = [e.value for e in value.elements]
             fr = ForwardReturn(site=site, elements=elements)
             if elements is not None and len(elements) == 2:
@@ -419,17 +419,17 @@ class ModelBuilder:
                  seen: dict[int, GradFn]) -> GradFn | None:
         node: FuncNode | None = None
         bound = False
-        if isinstance(expr, cst.Lambda):
+        if type(expr) is cst.Lambda:
             node = expr
-        elif isinstance(expr, cst.Name):
+        elif type(expr) is cst.Name:
             values = env.lookup(expr.value)
             if values:
-                funcs = [v for v in values if isinstance(v, (cst.FunctionDef, cst.Lambda))]
+                funcs = [v for v in values if type(v) in (cst.FunctionDef, cst.Lambda)]
                 if len(funcs) == len(values):
                     node = funcs[-1]
             elif values is None:
                 node = self._resolve_function(expr)  # a module-level def
-        elif isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in ("self", "cls"):
+        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value in ("self", "cls"):
             if record.class_node is not None:
                 node = _method(record.class_node, expr.attr.value)
                 bound = node is not None and "staticmethod" not in _decorator_names(node)
@@ -437,7 +437,7 @@ class ModelBuilder:
             return None
         if id(node) in seen:
             return seen[id(node)]
-        if isinstance(node, cst.FunctionDef):
+        if type(node) is cst.FunctionDef:
             name, anchor = node.name.value, node.name
             is_cg = any(self._is_cg_decorator(d) for d in node.decorators)
         else:
@@ -465,7 +465,7 @@ class ModelBuilder:
         for r in records:
             for b in r.binding_nodes:
                 by_binding[id(b)] = r
-            if r.class_node is not None and isinstance(r.node, cst.FunctionDef):
+            if r.class_node is not None and type(r.node) is cst.FunctionDef:
                 methods[(id(r.class_node), r.node.name.value)] = r
         if not by_binding and not methods:
             return
@@ -474,10 +474,10 @@ class ModelBuilder:
             if self._is_partial(call) and args and args[0].keyword is None and not args[0].star:
                 func, via_partial, args = args[0].value, True, args[1:]
             record = None
-            if isinstance(func, cst.Name):
+            if type(func) is cst.Name:
                 for value in self.ix.lookup_function(func):
                     record = by_binding.get(id(value)) or record
-            elif (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            elif (type(func) is cst.Attribute and type(func.value) is cst.Name
                   and func.value.value in ("self", "cls") and methods):
                 cls = self.ix.enclosing(call, (cst.ClassDef,))
                 if cls is not None:
@@ -494,7 +494,7 @@ class ModelBuilder:
     def _is_partial(self, call: cst.Call) -> bool:
         # cheap textual test first (as in is_custom_gradient): resolving builds environments
         func = call.func
-        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        last = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else None
         if last != "partial" and last not in self.ix.import_aliases(_PARTIAL):
             return False
         return any(n in ("functools.partial", "partial") for n in self.ix.qualnames(call.func))
@@ -502,18 +502,18 @@ class ModelBuilder:
 
 def _binding_name(binding: list[cst.CSTNode]) -> str | None:
     for b in binding:
-        if isinstance(b, cst.Name):
+        if type(b) is cst.Name:
             return b.value
-        if isinstance(b, cst.Attribute):
+        if type(b) is cst.Attribute:
             return b.attr.value
     return None
 
 
 def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
-    body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+    body = cls.body.body if type(cls.body) is cst.IndentedBlock else []
     found = None
     for stmt in body:
-        if isinstance(stmt, cst.FunctionDef) and stmt.name.value == name:
+        if type(stmt) is cst.FunctionDef and stmt.name.value == name:
             found = stmt
     return found
 
@@ -521,7 +521,7 @@ def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
 def _all_params(func: FuncNode) -> list[cst.Param]:
     p = func.params
     out = [*p.posonly_params, *p.params, *p.kwonly_params]
-    if isinstance(p.star_arg, cst.Param):
+    if type(p.star_arg) is cst.Param:
         out.append(p.star_arg)
     if p.star_kwarg is not None:
         out.append(p.star_kwarg)
@@ -536,16 +536,16 @@ def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
         return set()
 
     def name_of(expr) -> str | None:
-        return expr.value if isinstance(expr, cst.Name) and expr.value in names else None
+        return expr.value if type(expr) is cst.Name and expr.value in names else None
 
     found = set()
-    if isinstance(node, cst.Assign) and any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+    if type(node) is cst.Assign and any(type(t.target) in (cst.Tuple, cst.List) for t in node.targets):
         if (n := name_of(node.value)):
             found.add(n)
-    elif isinstance(node, (cst.For, cst.CompFor)):
+    elif type(node) in (cst.For, cst.CompFor):
         if (n := name_of(node.iter)):
             found.add(n)
-    elif isinstance(node, cst.Call):
+    elif type(node) is cst.Call:
         callee = cst.helpers.get_full_name_for_node(node.func) or ""
         last = callee.split(".")[-1]
         if last in _SEQUENCE_CALLS or "nest" in callee.split(".") or last in ("flatten", "map_structure"):
@@ -555,7 +555,7 @@ def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
         for arg in node.args:
             if arg.star == "*" and (n := name_of(arg.value)):
                 found.add(n)
-    elif isinstance(node, cst.StarredElement):
+    elif type(node) is cst.StarredElement:
         if (n := name_of(node.value)):
             found.add(n)
     return found

@@ -82,6 +82,35 @@ def compute_ranges(module: cst.Module) -> dict[int, Range]:
     return state.ranges
 
 
+# A piece's code and ranges (lines counted from the piece's first line) depend only on the piece and
+# the indentation and newline it is rendered with. Editors re-lint mostly unchanged statements, and
+# the parse cache (cg_lint.parse_cache) returns the same node objects for them, so pieces are kept,
+# with their nodes (ids stay unique), up to a bound.
+_PIECES: dict[tuple[int, str, str, str | None], tuple[cst.CSTNode, str, dict[int, Range]]] = {}
+_PIECES_BOUND = 2_000
+
+
+def _piece(node: cst.CSTNode, module: cst.Module, indent: str | None) -> tuple[str, dict[int, Range]]:
+    """The code of a top-level statement (``indent`` None) or of a class member, and its ranges."""
+    key = (id(node), module.default_indent, module.default_newline, indent)
+    hit = _PIECES.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1], hit[2]
+    state = _PositionState(module)
+    if indent is None:
+        alone = module.with_changes(body=[node], header=(), footer=())
+        alone._codegen(state)
+        del state.ranges[id(alone)]  # a temporary: its id may be reused by a later node
+    else:
+        state.increase_indent(indent)
+        node._codegen(state)
+    if len(_PIECES) >= _PIECES_BOUND:
+        _PIECES.clear()
+    code = "".join(state.tokens)
+    _PIECES[key] = (node, code, state.ranges)
+    return code, state.ranges
+
+
 class LazyRanges:
     """Ranges computed one top-level statement (or one member of a top-level class) at a time.
 
@@ -118,9 +147,8 @@ class LazyRanges:
 
     def _statement(self, i: int) -> bool:
         stmt = self.module.body[i]
-        state = _PositionState(self.module)
-        self.module.with_changes(body=[stmt], header=(), footer=())._codegen(state)
-        if not self._place(state, self.starts[i] - 1 - len(stmt.leading_lines)):
+        code, ranges = _piece(stmt, self.module, None)
+        if not self._place(code, ranges, self.starts[i] - 1 - len(stmt.leading_lines)):
             return False
         self.done.add(i)
         return True
@@ -128,7 +156,7 @@ class LazyRanges:
     def _member(self, i: int, member: cst.CSTNode) -> bool:
         cls = self.module.body[i]
         block = getattr(cls, "body", None)
-        if not isinstance(cls, cst.ClassDef) or not isinstance(block, cst.IndentedBlock):
+        if type(cls) is not cst.ClassDef or type(block) is not cst.IndentedBlock:
             return False
         # members the reduction blanked are not in the tree: keep the lines that still hold code
         lines = [n for n in self.members.get(self.starts[i], ()) if 0 < n <= len(self.lines) and self.lines[n - 1].strip()]
@@ -137,21 +165,19 @@ class LazyRanges:
         j = next((k for k, m in enumerate(block.body) if m is member), None)
         if j is None:
             return False
-        state = _PositionState(self.module)
-        state.increase_indent(self.module.default_indent if block.indent is None else block.indent)
-        member._codegen(state)
-        if not self._place(state, lines[j] - 1 - len(getattr(member, "leading_lines", ()))):
+        indent = self.module.default_indent if block.indent is None else block.indent
+        code, ranges = _piece(member, self.module, indent)
+        if not self._place(code, ranges, lines[j] - 1 - len(getattr(member, "leading_lines", ()))):
             return False
         self.done.add(id(member))
         return True
 
-    def _place(self, state: _PositionState, offset: int) -> bool:
+    def _place(self, code: str, ranges: dict[int, Range], offset: int) -> bool:
         """Shift a piece's ranges by ``offset`` lines if its text is really there."""
-        code = "".join(state.tokens)
         n = len(_LINES.findall(code))
         if offset < 0 or "".join(self.lines[offset:offset + n]).rstrip("\r\n") != code.rstrip("\r\n"):
             return False
-        for key, (l1, c1, l2, c2) in state.ranges.items():
+        for key, (l1, c1, l2, c2) in ranges.items():
             self.ranges[key] = (l1 + offset, c1, l2 + offset, c2)
         return True
 

@@ -93,14 +93,14 @@ def _executes_eagerly(name: str | None) -> bool:
 def _eager_only_test(test: cst.BaseExpression, index: FileIndex) -> bool:
     """An ``if`` that separates eager from graph execution: both branches are deliberate."""
     for node in _walk(test):
-        if isinstance(node, cst.Call) and _executes_eagerly(call_name(node, index.qualnames)):
+        if type(node) is cst.Call and _executes_eagerly(call_name(node, index.qualnames)):
             return True
-        if isinstance(node, cst.Name) and node.value in ("EagerTensor",):
+        if type(node) is cst.Name and node.value in ("EagerTensor",):
             return True
-        if isinstance(node, cst.Attribute) and node.attr.value == "EagerTensor":
+        if type(node) is cst.Attribute and node.attr.value == "EagerTensor":
             return True
-        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "hasattr"
-                and len(node.args) == 2 and isinstance(node.args[1].value, cst.SimpleString)
+        if (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "hasattr"
+                and len(node.args) == 2 and type(node.args[1].value) is cst.SimpleString
                 and node.args[1].value.raw_value == "numpy"):
             return True
     return False
@@ -115,35 +115,45 @@ def _guarded_try(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:
             return True
-        types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
+        types = handler.type.elements if type(handler.type) is cst.Tuple else [handler.type]
         for t in types:
-            expr = t.value if isinstance(t, cst.Element) else t
+            expr = t.value if type(t) is cst.Element else t
             name = cst.helpers.get_full_name_for_node(expr) or ""
             if name.rsplit(".", 1)[-1] in _TOLERANT_HANDLERS:
                 return True
     return False
 
 
-def body_nodes(func: FuncNode, index: FileIndex) -> Iterator[cst.CSTNode]:
+def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
     """The nodes of a forward or grad body that run when it is traced.
 
     Nested defs, lambdas and classes are not entered; branches that test ``executing_eagerly()`` and
-    ``try`` blocks that catch ``TypeError`` and friends are skipped as deliberate.
+    ``try`` blocks that catch ``TypeError`` and friends are skipped as deliberate. Several rules walk
+    the same bodies, so the list is computed once per file.
     """
-    start: list[cst.CSTNode] = [func.body] if isinstance(func, cst.Lambda) else list(reversed(children(func.body)))
-    stack = start
+    key = ("body_nodes", id(func))
+    cached = index.memo.get(key)
+    if cached is not None:
+        return cached  # type: ignore[return-value]
+    out: list[cst.CSTNode] = []
+    stack: list[cst.CSTNode] = [func.body] if type(func) is cst.Lambda else list(reversed(children(func.body)))
+    scopes = _SCOPES
     while stack:
         node = stack.pop()
-        if isinstance(node, cst.If) and _eager_only_test(node.test, index):
+        kind = type(node)  # exact types: libcst nodes are ABCs and isinstance is slow on them
+        if (kind is cst.If or kind is cst.IfExp) and _eager_only_test(node.test, index):
             continue
-        if isinstance(node, cst.IfExp) and _eager_only_test(node.test, index):
+        if kind is cst.Try and _guarded_try(node):
             continue
-        if isinstance(node, cst.Try) and _guarded_try(node):
-            continue
-        yield node
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        out.append(node)
+        if kind in scopes:
             continue
         stack.extend(reversed(children(node)))
+    index.memo[key] = out
+    return out
+
+
+_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -190,9 +200,9 @@ def tensor_inputs(record: CustomGradient) -> set[str]:
 def _is_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.BaseNumber, cst.BaseString)):
         return True
-    if isinstance(expr, cst.Name) and expr.value in ("True", "False", "None"):
+    if type(expr) is cst.Name and expr.value in ("True", "False", "None"):
         return True
-    return isinstance(expr, cst.UnaryOperation) and isinstance(expr.expression, cst.BaseNumber)
+    return type(expr) is cst.UnaryOperation and isinstance(expr.expression, cst.BaseNumber)
 
 
 class Tensors:
@@ -232,7 +242,7 @@ class Tensors:
 
         TF ops may return namedtuples (``slogdet``, ``top_k``), so op results do not count here.
         """
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             found = self._resolve(expr)
             if found is None:
                 return False
@@ -241,43 +251,43 @@ class Tensors:
                 return all(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef))
                            and self.is_single_tensor(v) for v in values) and self.is_tensor(expr)
             return is_root
-        if isinstance(expr, (cst.BinaryOperation, cst.UnaryOperation)):
+        if type(expr) in (cst.BinaryOperation, cst.UnaryOperation):
             return self.is_tensor(expr)
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self.is_single_tensor(expr.value) and self.is_tensor(expr)
         return False
 
     # -- evaluation -----------------------------------------------------------------------
     def _eval(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return self._name(expr)
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             return self._call(expr)
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             if isinstance(expr.left, (cst.BaseString, cst.List, cst.Tuple, cst.ListComp)) or isinstance(
                     expr.right, (cst.List, cst.Tuple, cst.ListComp)):
                 return False
             return self.is_tensor(expr.left) or self.is_tensor(expr.right)
-        if isinstance(expr, cst.UnaryOperation):
-            return not isinstance(expr.operator, cst.Not) and self.is_tensor(expr.expression)
-        if isinstance(expr, cst.Comparison):
+        if type(expr) is cst.UnaryOperation:
+            return type(expr.operator) is not cst.Not and self.is_tensor(expr.expression)
+        if type(expr) is cst.Comparison:
             operands = [expr.left] + [c.comparator for c in expr.comparisons]
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in expr.comparisons):
+            if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in expr.comparisons):
                 return False
-            if any(isinstance(o, cst.Name) and o.value == "None" for o in operands):
+            if any(type(o) is cst.Name and o.value == "None" for o in operands):
                 return False
             return any(self.is_tensor(o) for o in operands)
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             return self.is_tensor(expr.value)
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             return self.is_tensor(expr.body) and self.is_tensor(expr.orelse)
-        if isinstance(expr, cst.NamedExpr):
+        if type(expr) is cst.NamedExpr:
             return self.is_tensor(expr.value)
         return False
 
     def _call(self, call: cst.Call) -> bool:
         func = call.func
-        if isinstance(func, cst.Attribute) and not self.ix.qualnames(func):
+        if type(func) is cst.Attribute and not self.ix.qualnames(func):
             # a method: tensors' methods return tensors, except the static ones
             method = func.attr.value
             if method in STATIC_METHODS or method.startswith("_"):
@@ -291,9 +301,9 @@ class Tensors:
     def _resolves_to_import(self, func: cst.BaseExpression) -> bool:
         """``tf.math.log`` through an import; not a local function that shadows the name."""
         base = func
-        while isinstance(base, cst.Attribute):
+        while type(base) is cst.Attribute:
             base = base.value
-        return isinstance(base, cst.Name) and self._resolve(base) is None
+        return type(base) is cst.Name and self._resolve(base) is None
 
     def _name(self, name: cst.Name) -> bool:
         if name.value in ("None", "True", "False"):
@@ -334,11 +344,11 @@ class Tensors:
 
     def _comprehension_binds(self, name: cst.Name) -> bool:
         node = self.ix.parent(name)
-        while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.Module)):
-            if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        while node is not None and type(node) not in (cst.FunctionDef, cst.Lambda, cst.Module):
+            if type(node) in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
                 comp = node.for_in
                 while comp is not None:
-                    if any(isinstance(n, cst.Name) and n.value == name.value for n in _walk(comp.target)):
+                    if any(type(n) is cst.Name and n.value == name.value for n in _walk(comp.target)):
                         return True
                     comp = comp.inner_for_in
             node = self.ix.parent(node)
@@ -391,7 +401,7 @@ def python_value_uses(index: FileIndex, record: CustomGradient) -> dict[str, lis
     forward_env = index.env_for(record.node)
     for func, _ in bodies(record):
         for node in body_nodes(func, index):
-            if not isinstance(node, cst.Name) or node.value not in inputs:
+            if type(node) is not cst.Name or node.value not in inputs:
                 continue
             if not _is_forward_input(index, node, forward_env):
                 continue
@@ -419,23 +429,23 @@ def _is_forward_input(index: FileIndex, name: cst.Name, forward_env: Env) -> boo
 def _truth_context(index: FileIndex, expr: cst.CSTNode) -> str | None:
     """How the truth value of ``expr`` is taken, if it is: 'if', 'while', 'not', ..."""
     parent = index.parent(expr)
-    if isinstance(parent, (cst.If,)) and parent.test is expr:
+    if type(parent) in (cst.If,) and parent.test is expr:
         return "if"
-    if isinstance(parent, cst.While) and parent.test is expr:
+    if type(parent) is cst.While and parent.test is expr:
         return "while"
-    if isinstance(parent, cst.IfExp) and parent.test is expr:
+    if type(parent) is cst.IfExp and parent.test is expr:
         return "conditional expression"
-    if isinstance(parent, cst.Assert) and parent.test is expr:
+    if type(parent) is cst.Assert and parent.test is expr:
         return "assert"
-    if isinstance(parent, cst.CompIf):
+    if type(parent) is cst.CompIf:
         return "if"
-    if isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not):
+    if type(parent) is cst.UnaryOperation and type(parent.operator) is cst.Not:
         return "not"
-    if isinstance(parent, cst.BooleanOperation):
-        return "and" if isinstance(parent.operator, cst.And) else "or"
-    if isinstance(parent, cst.Arg):
+    if type(parent) is cst.BooleanOperation:
+        return "and" if type(parent.operator) is cst.And else "or"
+    if type(parent) is cst.Arg:
         call = index.parent(parent)
-        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "bool"
+        if (type(call) is cst.Call and type(call.func) is cst.Name and call.func.value == "bool"
                 and len(call.args) == 1):
             return "bool()"
     return None
@@ -444,7 +454,7 @@ def _truth_context(index: FileIndex, expr: cst.CSTNode) -> str | None:
 def _operand_parent(index: FileIndex, name: cst.Name) -> cst.CSTNode | None:
     """The parent of a name, seen through libcst's ComparisonTarget wrapper."""
     parent = index.parent(name)
-    if isinstance(parent, cst.ComparisonTarget):
+    if type(parent) is cst.ComparisonTarget:
         return index.parent(parent)
     return parent
 
@@ -455,17 +465,17 @@ def _python_use(index: FileIndex, name: cst.Name) -> str | None:
     if ctx is not None:
         return f"'{ctx}'"
     parent = _operand_parent(index, name)
-    if isinstance(parent, cst.Comparison):
+    if type(parent) is cst.Comparison:
         others = [parent.left] + [c.comparator for c in parent.comparisons]
         others = [o for o in others if o is not name]
-        if any(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+        if any(type(c.operator) in (cst.Is, cst.IsNot) for c in parent.comparisons):
             return ""
         if all(_is_literal(o) for o in others) and _truth_context(index, parent) is not None:
             return f"'{_truth_context(index, parent)}'"
         return None
-    if isinstance(parent, cst.Arg) and parent.keyword is None:
+    if type(parent) is cst.Arg and parent.keyword is None:
         call = index.parent(parent)
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in _PYTHON_VALUE_CALLS:
+        if type(call) is cst.Call and type(call.func) is cst.Name and call.func.value in _PYTHON_VALUE_CALLS:
             return f"{call.func.value}()"
     return None
 
@@ -473,11 +483,11 @@ def _python_use(index: FileIndex, name: cst.Name) -> str | None:
 def _neutral_use(index: FileIndex, name: cst.Name) -> bool:
     """Uses that neither make an input a tensor nor a Python value: keyword values, ``x is None``."""
     parent = _operand_parent(index, name)
-    if isinstance(parent, cst.Arg) and parent.keyword is not None:
+    if type(parent) is cst.Arg and parent.keyword is not None:
         return True
-    if isinstance(parent, cst.Comparison) and any(
-            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+    if type(parent) is cst.Comparison and any(
+            type(c.operator) in (cst.Is, cst.IsNot) for c in parent.comparisons):
         return True
-    if isinstance(parent, cst.Call) and parent.func is name:
+    if type(parent) is cst.Call and parent.func is name:
         return True
-    return isinstance(parent, (cst.Param, cst.AssignTarget))
+    return type(parent) in (cst.Param, cst.AssignTarget)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -93,6 +93,9 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     several times faster and the analysis never needs whitespace. libcst nodes are ABCs, so
     ``isinstance(x, CSTNode)`` is slow: whether a type is a node is cached per type.
     """
+    hit = _KIDS.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
     names = _FIELDS.get(type(node))
     if names is None:
         names = tuple(f.name for f in dataclasses.fields(node) if not _SKIP_FIELD.match(f.name))
@@ -126,27 +129,80 @@ def _remember(kind: type) -> bool:
     return flag
 
 
-def own_nodes(body: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node of a function body, not descending into nested defs, lambdas or classes."""
+def own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
+    """Every node of a function body, not descending into nested defs, lambdas or classes.
+
+    Several analyses walk the same bodies (environments, returns, variable reads), so the list is
+    kept per body until ``clear_caches`` (each file's analysis starts with it). The entry holds the
+    body itself, so its id cannot be reused while cached.
+    """
+    hit = _OWN.get(id(body))
+    if hit is not None and hit[0] is body:
+        return hit[1]
+    out: list[cst.CSTNode] = []
     stack = list(reversed(children(body)))
     scopes = _SCOPES
     while stack:
         node = stack.pop()
-        yield node
+        out.append(node)
         if type(node) in scopes:
             continue
         stack.extend(reversed(children(node)))
+    _OWN[id(body)] = (body, out)
+    return out
 
 
-def function_nodes(func: "cst.FunctionDef | cst.Lambda") -> Iterator[cst.CSTNode]:
+_OWN: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+# children of every node of the file being analysed, filled once by its index (FileIndex._index)
+_KIDS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+
+
+# per top-level statement: its nodes in source order and each one's parent (FileIndex._index)
+_SUBTREES: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], dict[int, cst.CSTNode]]] = {}
+
+
+def subtree(stmt: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
+    """Every node under ``stmt`` (itself first) in source order, and the parent of each but ``stmt``."""
+    hit = _SUBTREES.get(id(stmt))
+    if hit is not None and hit[0] is stmt:
+        return hit[1], hit[2]
+    nodes: list[cst.CSTNode] = []
+    parents: dict[int, cst.CSTNode] = {}
+    kids_of = _KIDS
+    stack = [stmt]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        kids = children(node)
+        kids_of[id(node)] = (node, kids)
+        for child in kids:
+            parents[id(child)] = node
+        stack.extend(reversed(kids))
+    _SUBTREES[id(stmt)] = (stmt, nodes, parents)
+    return nodes, parents
+
+
+# Entries hold their nodes, so ids stay unique while cached; the bound keeps memory small (~100k
+# nodes is about ten 2,000-line files). Editors re-lint mostly unchanged statements, and a parse
+# cache (cg_lint.parse_cache) hands back the same node objects for them, so entries are kept across
+# files until the bound is reached.
+CACHE_BOUND = 100_000
+
+
+def clear_caches(force: bool = False) -> None:
+    if force or len(_KIDS) + len(_OWN) > CACHE_BOUND:
+        _OWN.clear()
+        _KIDS.clear()
+        _SUBTREES.clear()
+
+
+def function_nodes(func: "cst.FunctionDef | cst.Lambda") -> list[cst.CSTNode]:
     """The nodes of a def's body or a lambda's expression, not entering nested scopes."""
-    if isinstance(func, cst.Lambda):
-        yield func.body
+    if type(func) is cst.Lambda:
         if type(func.body) in _SCOPES:
-            return
-        yield from own_nodes(func.body)
-    else:
-        yield from own_nodes(func.body)
+            return [func.body]
+        return [func.body, *own_nodes(func.body)]
+    return own_nodes(func.body)
 
 
 # parsed trees hold exactly these classes (libcst does not subclass them), so type() lookups are exact
@@ -158,42 +214,42 @@ _BINDERS = frozenset({
 
 
 def _bind_target(env: Env, target: cst.BaseExpression, value) -> None:
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         env.bind(target.value, value)
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    elif type(target) in (cst.Tuple, cst.List):
         for element in target.elements:
             inner = element.value
             _bind_target(env, inner, UNPACKED)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         _bind_target(env, target.value, UNPACKED)
 
 
 def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str], parent: Env | None) -> Env:
     env = Env(params=set(params), parent=parent)
-    if isinstance(func, cst.Lambda):
+    if type(func) is cst.Lambda:
         return env
     binders = _BINDERS
-    for node in own_nodes(func if isinstance(func, cst.Module) else func.body):
+    for node in own_nodes(func if type(func) is cst.Module else func.body):
         if type(node) not in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
             continue
-        if isinstance(node, cst.Assign):
+        if type(node) is cst.Assign:
             for target in node.targets:
                 _bind_target(env, target.target, node.value)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        elif type(node) is cst.AnnAssign and node.value is not None:
             _bind_target(env, node.target, node.value)
-        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name):
+        elif type(node) is cst.AugAssign and type(node.target) is cst.Name:
             env.bind(node.target.value, cst.BinaryOperation(node.target, _aug_to_binop(node.operator), node.value))
-        elif isinstance(node, cst.NamedExpr):
+        elif type(node) is cst.NamedExpr:
             _bind_target(env, node.target, node.value)
-        elif isinstance(node, (cst.For,)):
+        elif type(node) in (cst.For,):
             _bind_target(env, node.target, LOOP)
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
+        elif type(node) is cst.WithItem and node.asname is not None:
             _bind_target(env, node.asname.name, OTHER)
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None:
+        elif type(node) is cst.ExceptHandler and node.name is not None:
             _bind_target(env, node.name.name, OTHER)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        elif type(node) in (cst.FunctionDef, cst.ClassDef):
             env.bind(node.name.value, node)
-        elif isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+        elif type(node) in (cst.Import, cst.ImportFrom) and type(node.names) is not cst.ImportStar:
             for alias in node.names:
                 if alias.asname is not None:
                     _bind_target(env, alias.asname.name, IMPORTED)
@@ -213,16 +269,16 @@ def _aug_to_binop(op: cst.BaseAugOp) -> cst.BaseBinaryOp:
 
 def literal_binding(expr: cst.BaseExpression | None, env: Env) -> cst.BaseExpression | None:
     """The literal tuple/list a name is bound to exactly once (``pair = (y, grad); return pair``)."""
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         values = env.lookup(expr.value) or []
-        if len(values) == 1 and isinstance(values[0], (cst.Tuple, cst.List)):
+        if len(values) == 1 and type(values[0]) in (cst.Tuple, cst.List):
             return values[0]
     return None
 
 
 def call_name(node: cst.Call, qualnames: QualNames) -> str | None:
     """The resolved qualified name of a call's callee (one of them, if several)."""
-    if isinstance(node.func, cst.Call):
+    if type(node.func) is cst.Call:
         return None
     names = qualnames(node.func)
     if names:
@@ -236,7 +292,7 @@ def is_tf_name(name: str | None) -> bool:
 
 def is_tensor_op_call(node: cst.BaseExpression, qualnames: QualNames) -> bool:
     """A call of a TF/Keras op that returns a single tensor."""
-    if not isinstance(node, cst.Call):
+    if type(node) is not cst.Call:
         return False
     name = call_name(node, qualnames)
     if not is_tf_name(name):
@@ -259,10 +315,10 @@ class Counter:
         bare name or call is assumed to be one tensor."""
         if expr is None:
             return 1
-        if isinstance(expr, (cst.Tuple, cst.List)):
+        if type(expr) in (cst.Tuple, cst.List):
             total = 0
             for element in expr.elements:
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     c = self._sequence_len(element.value)
                 else:
                     c = self.count(element.value, whole=False)
@@ -270,35 +326,35 @@ class Counter:
                     return None
                 total += c
             return total
-        if isinstance(expr, cst.Dict):
+        if type(expr) is cst.Dict:
             total = 0
             for element in expr.elements:
-                if isinstance(element, cst.StarredDictElement):
+                if type(element) is cst.StarredDictElement:
                     return None
                 c = self.count(element.value, whole=False)
                 if c is None:
                     return None
                 total += c
             return total
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             return self._count_name(expr.value, whole)
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             if self._is_sequence(expr.left) or self._is_sequence(expr.right):
                 return self._sequence_len(expr)
             return 1
-        if isinstance(expr, cst.IfExp):
+        if type(expr) is cst.IfExp:
             a, b = self.count(expr.body, whole), self.count(expr.orelse, whole)
             return a if a == b else None
-        if isinstance(expr, (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)):
+        if type(expr) in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
             return None
-        if isinstance(expr, cst.Call):
+        if type(expr) is cst.Call:
             callee = call_name(expr, self.qualnames)
             if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
                 return None
             if is_tensor_op_call(expr, self.qualnames):
                 return 1
             return None if whole else 1
-        if isinstance(expr, (cst.Subscript, cst.Attribute, cst.BooleanOperation, cst.Await)):
+        if type(expr) in (cst.Subscript, cst.Attribute, cst.BooleanOperation, cst.Await):
             return None if whole else 1
         if isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
             return 1
@@ -322,7 +378,7 @@ class Counter:
             for value in values:
                 if isinstance(value, Unknown):
                     counts.add(None if whole else 1)
-                elif isinstance(value, (cst.FunctionDef, cst.ClassDef)):
+                elif type(value) in (cst.FunctionDef, cst.ClassDef):
                     counts.add(1)
                 else:
                     counts.add(self.count(value, whole))
@@ -331,13 +387,13 @@ class Counter:
         return counts.pop() if len(counts) == 1 else None
 
     def _is_sequence(self, expr: cst.BaseExpression) -> bool:
-        if isinstance(expr, (cst.List, cst.Tuple, cst.ListComp)):
+        if type(expr) in (cst.List, cst.Tuple, cst.ListComp):
             return True
-        if isinstance(expr, cst.Call) and call_name(expr, self.qualnames) in ("list", "tuple"):
+        if type(expr) is cst.Call and call_name(expr, self.qualnames) in ("list", "tuple"):
             return True
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             return self._is_sequence(expr.left) or self._is_sequence(expr.right)
-        if isinstance(expr, cst.Name) and expr.value not in self._active:
+        if type(expr) is cst.Name and expr.value not in self._active:
             values = self.env.lookup(expr.value) or []
             self._active.add(expr.value)
             try:
@@ -348,19 +404,19 @@ class Counter:
 
     def _sequence_len(self, expr: cst.BaseExpression) -> int | None:
         """Length of a list/tuple-valued expression, if it is statically known."""
-        if isinstance(expr, (cst.List, cst.Tuple)):
+        if type(expr) in (cst.List, cst.Tuple):
             return self.count(expr, whole=True)
-        if isinstance(expr, cst.BinaryOperation):
-            if isinstance(expr.operator, cst.Add):
+        if type(expr) is cst.BinaryOperation:
+            if type(expr.operator) is cst.Add:
                 a, b = self._sequence_len(expr.left), self._sequence_len(expr.right)
                 return None if a is None or b is None else a + b
-            if isinstance(expr.operator, cst.Multiply):
+            if type(expr.operator) is cst.Multiply:
                 for seq, times in ((expr.left, expr.right), (expr.right, expr.left)):
-                    if isinstance(times, cst.Integer) and self._is_sequence(seq):
+                    if type(times) is cst.Integer and self._is_sequence(seq):
                         n = self._sequence_len(seq)
                         return None if n is None else n * int(times.value, 0)
             return None
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             if expr.value in self._active:  # `grads = grads + [g]`: a length built at run time
                 return None
             values = self.env.lookup(expr.value) or []

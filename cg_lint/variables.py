@@ -61,7 +61,7 @@ def _trainable(call: cst.Call) -> bool:
     """False only for ``trainable=False`` (a non-literal value is treated as unknown: not trainable)."""
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == "trainable":
-            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+            return type(arg.value) is cst.Name and arg.value.value == "True"
     return True
 
 
@@ -82,20 +82,21 @@ class VariableFinder:
         self.ix = index
         self.trainable_only = trainable_only
         self._classes: dict[int, _ClassFacts] = {}
+        self._kinds: dict[tuple[int, str, bool], str | None] = {}
 
     def _counts(self, call: cst.Call) -> bool:
         return not self.trainable_only or _trainable(call)
 
     # -- what a value is --------------------------------------------------------------------
     def is_variable_value(self, value: cst.CSTNode, receiver_self: bool = False) -> bool:
-        if not isinstance(value, cst.Call):
+        if type(value) is not cst.Call:
             return False
-        if isinstance(value.func, cst.Attribute) and value.func.attr.value in _WEIGHT_METHODS:
+        if type(value.func) is cst.Attribute and value.func.attr.value in _WEIGHT_METHODS:
             return self._counts(value) and (not receiver_self or _is_name(value.func.value, "self"))
         return call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS and self._counts(value)
 
     def is_layer_value(self, value: cst.CSTNode) -> bool:
-        if not isinstance(value, cst.Call):
+        if type(value) is not cst.Call:
             return False
         name = call_name(value, self.ix.qualnames) or ""
         return (name.startswith(_LAYER_MODULES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS
@@ -115,23 +116,23 @@ class VariableFinder:
 
     def _candidates(self, func: FuncNode, created_ok: bool) -> Iterator[tuple[cst.CSTNode, str, str]]:
         for node in function_nodes(func):
-            if isinstance(node, cst.Call):
+            if type(node) is cst.Call:
                 if self.is_variable_value(node) and created_ok and not self._assigned(node):
                     yield node, _text(node), "created"
                 elif self.is_layer_value(node.func):
                     yield node, _text(node.func), "layer"
-                elif isinstance(node.func, cst.Name) and self._name_kind(node.func) == "layer":
+                elif type(node.func) is cst.Name and self._name_kind(node.func) == "layer":
                     yield node, node.func.value, "layer"
-                elif isinstance(node.func, cst.Attribute) and self._self_attr_kind(node.func) == "layer":
+                elif type(node.func) is cst.Attribute and self._self_attr_kind(node.func) == "layer":
                     yield node, _text(node.func), "layer"
-            elif isinstance(node, cst.Name) and self._is_load(node):
+            elif type(node) is cst.Name and self._is_load(node):
                 kind = self._name_kind(node)
                 if kind in ("variable", "created") and (created_ok or kind == "variable"):
                     yield node, node.value, kind
-            elif isinstance(node, cst.Attribute) and self._is_load(node):
+            elif type(node) is cst.Attribute and self._is_load(node):
                 if self._self_attr_kind(node) == "variable":
                     yield node, _text(node), "attribute"
-            elif isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and self._is_load(node):
+            elif type(node) is cst.Subscript and type(node.value) is cst.Name and self._is_load(node):
                 if self._name_kind(node.value, element=True) == "variable":
                     yield node, _text(node), "variable"  # an element of a list of variables
                 else:
@@ -141,31 +142,37 @@ class VariableFinder:
 
     def _assigned(self, call: cst.Call) -> bool:
         parent = self.ix.parent(call)
-        return isinstance(parent, (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.Element))
+        return type(parent) in (cst.Assign, cst.AnnAssign, cst.NamedExpr, cst.Element)
 
     def _is_load(self, node: cst.CSTNode) -> bool:
         parent = self.ix.parent(node)
-        if isinstance(parent, (cst.AssignTarget, cst.Param)) or (
-                isinstance(parent, (cst.AugAssign, cst.For, cst.CompFor)) and parent.target is node):
+        if type(parent) in (cst.AssignTarget, cst.Param) or (
+                type(parent) in (cst.AugAssign, cst.For, cst.CompFor) and parent.target is node):
             return False
-        if isinstance(parent, cst.Attribute) and parent.value is node:
+        if type(parent) is cst.Attribute and parent.value is node:
             grand = self.ix.parent(parent)
             return parent.attr.value not in _NON_READS and not (
-                isinstance(grand, cst.Attribute) or (isinstance(grand, cst.AssignTarget)))
-        if isinstance(parent, cst.Call) and parent.func is node:
+                type(grand) is cst.Attribute or (type(grand) is cst.AssignTarget))
+        if type(parent) is cst.Call and parent.func is node:
             return False
-        if isinstance(parent, cst.ComparisonTarget):
+        if type(parent) is cst.ComparisonTarget:
             parent = self.ix.parent(parent)
-        if isinstance(parent, cst.Comparison) and any(
-                isinstance(c.operator, (cst.Is, cst.IsNot)) for c in parent.comparisons):
+        if type(parent) is cst.Comparison and any(
+                type(c.operator) in (cst.Is, cst.IsNot) for c in parent.comparisons):
             return False  # `v is w` matches variables by identity without reading them
-        if isinstance(parent, cst.Subscript) and parent.value is node:
+        if type(parent) is cst.Subscript and parent.value is node:
             return False  # the subscript is the read (a list of variables)
         return True
 
     def _name_kind(self, name: cst.Name, element: bool = False) -> str | None:
         """'variable' / 'created' / 'layer' when every binding of ``name`` is one."""
         owner = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
+        key = (id(owner), name.value, element)  # the answer depends only on where the name is looked up
+        if key not in self._kinds:
+            self._kinds[key] = self._lookup_kind(owner, name, element)
+        return self._kinds[key]
+
+    def _lookup_kind(self, owner: cst.CSTNode | None, name: cst.Name, element: bool) -> str | None:
         values = self.ix.env_for(owner).lookup(name.value)
         if not values:
             return None
@@ -174,10 +181,10 @@ class VariableFinder:
             if isinstance(value, Unknown) or not isinstance(value, cst.CSTNode):
                 return None
             if element:
-                if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
-                        self.is_variable_value(e.value) for e in value.elements if isinstance(e, cst.Element)):
+                if type(value) in (cst.List, cst.Tuple) and value.elements and all(
+                        self.is_variable_value(e.value) for e in value.elements if type(e) is cst.Element):
                     kinds.add("variable")
-                elif isinstance(value, cst.ListComp) and self.is_variable_value(value.elt):
+                elif type(value) is cst.ListComp and self.is_variable_value(value.elt):
                     kinds.add("variable")
                 else:
                     return None
@@ -191,7 +198,7 @@ class VariableFinder:
         return kinds.pop() if len(kinds) == 1 else None
 
     def _self_attr_kind(self, attr: cst.Attribute) -> str | None:
-        if not isinstance(attr.value, cst.Name):
+        if type(attr.value) is not cst.Name:
             return None
         cls = self._class_of_self(attr.value)
         if cls is None:
@@ -210,10 +217,10 @@ class VariableFinder:
             params = func.params
             own = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
             if name.value in own:
-                if not isinstance(func, cst.FunctionDef) or own[0] != name.value:
+                if type(func) is not cst.FunctionDef or own[0] != name.value:
                     return None
                 grand = self.ix.parent(self.ix.parent(func))
-                if not isinstance(grand, cst.ClassDef):
+                if type(grand) is not cst.ClassDef:
                     return None
                 decos = {cst.helpers.get_full_name_for_node(d.decorator) for d in func.decorators}
                 return None if decos & {"staticmethod", "classmethod"} else grand
@@ -230,17 +237,17 @@ class VariableFinder:
         layers: set[str] = set()
         other: set[str] = set()
         for node in _walk_class(cls):
-            if not isinstance(node, cst.Assign):
+            if type(node) is not cst.Assign:
                 continue
             for target in node.targets:
                 t = target.target
-                if isinstance(t, cst.Attribute) and _is_name(t.value, "self"):
+                if type(t) is cst.Attribute and _is_name(t.value, "self"):
                     attr = t.attr.value
                     if self.is_variable_value(node.value, receiver_self=False):
                         variables.add(attr)
                     elif self.is_layer_value(node.value):
                         layers.add(attr)
-                    elif not (isinstance(node.value, cst.Name) and node.value.value == "None"):
+                    elif not (type(node.value) is cst.Name and node.value.value == "None"):
                         other.add(attr)
         if self._is_keras_layer_subclass(cls):
             variables |= INHERITED_WEIGHTS - other - layers
@@ -258,7 +265,7 @@ class VariableFinder:
 
 
 def _is_name(node: cst.CSTNode, value: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == value
+    return type(node) is cst.Name and node.value == value
 
 
 def _text(node: cst.CSTNode) -> str:
@@ -283,6 +290,6 @@ def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
     while stack:
         node = stack.pop()
         yield node
-        if isinstance(node, cst.ClassDef):
+        if type(node) is cst.ClassDef:
             continue
         stack.extend(children(node))

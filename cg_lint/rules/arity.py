@@ -166,9 +166,9 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
                         f"(outputs, grad_fn)"), None
             else:
                 return None, None
-            if not isinstance(value, (cst.Tuple, cst.List)):
+            if type(value) not in (cst.Tuple, cst.List):
                 return None, None
-            elements = [e.value for e in value.elements if not isinstance(e, cst.StarredElement)]
+            elements = [e.value for e in value.elements if type(e) is not cst.StarredElement]
             if len(elements) != len(value.elements):
                 return None, None
         else:
@@ -193,7 +193,7 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
 
     def _wrap_fix(self, ctx: LintContext, fr: ForwardReturn) -> Fix | None:
         value = fr.site.value
-        if not isinstance(value, cst.Tuple) or value.lpar:
+        if type(value) is not cst.Tuple or value.lpar:
             return None
         *outs, grad = value.elements
         outputs = cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in outs])

@@ -163,7 +163,7 @@ def recompute(f):
                     continue
                 if not site.keywords:
                     continue
-                names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if isinstance(a.keyword, cst.Name))
+                names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if type(a.keyword) is cst.Name)
                 how = (f"functools.partial binds keyword arguments ({names}) to '{record.name}'" if site.via_partial
                        else f"'{record.name}' is called with keyword arguments ({names})")
                 tail = (" and every input is a keyword, so the custom gradient is bypassed"

@@ -67,33 +67,33 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
 
     def tested(expr: cst.BaseExpression, construct: str) -> Iterator[tuple[cst.BaseExpression, str]]:
         consumed.add(id(expr))
-        if isinstance(expr, cst.BooleanOperation):
+        if type(expr) is cst.BooleanOperation:
             yield from tested(expr.left, construct)
             yield from tested(expr.right, construct)
-        elif isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        elif type(expr) is cst.UnaryOperation and type(expr.operator) is cst.Not:
             yield from tested(expr.expression, construct)
         else:
             yield expr, construct
 
     for node in _nodes(ctx, func):
-        if isinstance(node, cst.If):
+        if type(node) is cst.If:
             yield from tested(node.test, "if")
-        elif isinstance(node, cst.While):
+        elif type(node) is cst.While:
             yield from tested(node.test, "while")
-        elif isinstance(node, cst.IfExp):
+        elif type(node) is cst.IfExp:
             yield from tested(node.test, "conditional expression")
-        elif isinstance(node, cst.Assert):
+        elif type(node) is cst.Assert:
             yield from tested(node.test, "assert")
-        elif isinstance(node, cst.CompIf):
+        elif type(node) is cst.CompIf:
             yield from tested(node.test, "if")
-        elif isinstance(node, cst.BooleanOperation) and id(node) not in consumed:
+        elif type(node) is cst.BooleanOperation and id(node) not in consumed:
             # `a and b` outside a test takes the truth value of `a` only
             consumed.add(id(node))
-            yield from tested(node.left, "and" if isinstance(node.operator, cst.And) else "or")
-        elif (isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not)
+            yield from tested(node.left, "and" if type(node.operator) is cst.And else "or")
+        elif (type(node) is cst.UnaryOperation and type(node.operator) is cst.Not
               and id(node) not in consumed):
             yield from tested(node.expression, "not")
-        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "bool"
+        elif (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "bool"
               and len(node.args) == 1 and not node.args[0].star):
             yield from tested(node.args[0].value, "bool()")
 
@@ -477,16 +477,16 @@ def f(x):
                         yield finding
 
     def _problem(self, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:
             func = node.func
             args = [a.value for a in node.args if not a.star]
-            if isinstance(func, cst.Attribute) and func.attr.value == "numpy" and not node.args:
+            if type(func) is cst.Attribute and func.attr.value == "numpy" and not node.args:
                 if tensors.is_tensor(func.value):
                     return (f"{who} calls .numpy() on a tensor ({describe(func.value)}): {_GRAPH} tensors are symbolic "
                             f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
                             f"compute with TF ops instead")
                 return None
-            if isinstance(func, cst.Name) and func.value in ("int", "float", "complex", "len", "range", "list",
+            if type(func) is cst.Name and func.value in ("int", "float", "complex", "len", "range", "list",
                                                              "tuple") and not ctx.index.enclosing_env_binds(func):
                 return self._builtin(func.value, args, tensors, who)
             name = call_name(node, ctx.index.qualnames) or ""
@@ -497,7 +497,7 @@ def f(x):
                             f"this raises NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array; "
                             f"use the tf.math (or tf.experimental.numpy) equivalent")
             return None
-        if isinstance(node, (cst.For, cst.CompFor)) and tensors.is_single_tensor(node.iter):
+        if type(node) in (cst.For, cst.CompFor) and tensors.is_single_tensor(node.iter):
             return self._iterates(who, node.iter)
         return None
 
@@ -671,7 +671,7 @@ def f(a, b):
             ranked = _RankEvidence(ctx, record, tensors)
             for func, who in bodies(record):
                 for node in _nodes(ctx, func):
-                    if not isinstance(node, cst.Call) or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
+                    if type(node) is not cst.Call or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
                         continue
                     pred = _pred_arg(node)
                     if pred is None:
@@ -720,24 +720,24 @@ class _RankEvidence:
         return ranked
 
     def _built_ranked(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        if isinstance(expr, cst.Name) and depth < 3:
+        if type(expr) is cst.Name and depth < 3:
             owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
             values = self.ctx.index.env_for(owner).lookup(expr.value)
             return bool(values) and all(isinstance(v, cst.BaseExpression) and self._built_ranked(v, depth + 1)
                                         for v in values)
-        if not isinstance(expr, cst.Call) or not expr.args:
+        if type(expr) is not cst.Call or not expr.args:
             return False
         name = call_name(expr, self.ctx.index.qualnames) or ""
         if not name.startswith(("tensorflow.", "numpy.")) or name.rsplit(".", 1)[-1] not in _SHAPED_CONSTRUCTORS:
             return False
         first = expr.args[0].value
-        return isinstance(first, (cst.List, cst.Tuple)) and len(first.elements) > 0
+        return type(first) in (cst.List, cst.Tuple) and len(first.elements) > 0
 
     def elementwise_operand(self, pred: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
         """The non-scalar operand when ``pred`` is an unreduced element-wise comparison."""
         if depth > 4:
             return None
-        if isinstance(pred, cst.Name):
+        if type(pred) is cst.Name:
             owner = self.ctx.index.enclosing(pred, (cst.FunctionDef, cst.Lambda))
             values = self.ctx.index.env_for(owner).lookup(pred.value)
             if not values or any(not isinstance(v, cst.BaseExpression) for v in values):
@@ -745,11 +745,11 @@ class _RankEvidence:
             found = [self.elementwise_operand(v, depth + 1) for v in values]
             return found[0] if all(f is not None for f in found) else None
         operands: list[cst.BaseExpression] = []
-        if isinstance(pred, cst.Comparison):
-            if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in pred.comparisons):
+        if type(pred) is cst.Comparison:
+            if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in pred.comparisons):
                 return None
             operands = [pred.left] + [c.comparator for c in pred.comparisons]
-        elif isinstance(pred, cst.Call):
+        elif type(pred) is cst.Call:
             name = call_name(pred, self.ctx.index.qualnames) or ""
             if not name.startswith("tensorflow.") or name.rsplit(".", 1)[-1] not in _ELEMENTWISE_OPS:
                 return None
@@ -764,16 +764,16 @@ class _RankEvidence:
     def _ranked(self, expr: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
             return False
-        if isinstance(expr, cst.Subscript):
+        if type(expr) is cst.Subscript:
             # x[:, 0] or x[1:] keeps a dimension; x[0] or x[0, 0] may be a scalar
-            return any(isinstance(s.slice, cst.Slice) for s in expr.slice)
-        if isinstance(expr, cst.Call):
+            return any(type(s.slice) is cst.Slice for s in expr.slice)
+        if type(expr) is cst.Call:
             name = call_name(expr, self.ctx.index.qualnames) or ""
             last = name.rsplit(".", 1)[-1]
             if not name.startswith("tensorflow.") or last not in _RANKED_OPS:
                 return False
             return last != "where" or len(expr.args) == 1
-        if isinstance(expr, cst.Name):
+        if type(expr) is cst.Name:
             owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
             env = self.ctx.index.env_for(owner)
             values = env.lookup(expr.value)
@@ -786,7 +786,7 @@ class _RankEvidence:
                     scope = scope.parent
                 return scope is self.forward_env
             return False
-        if isinstance(expr, cst.BinaryOperation):
+        if type(expr) is cst.BinaryOperation:
             return self._ranked(expr.left, depth + 1) or self._ranked(expr.right, depth + 1)
         return False
 

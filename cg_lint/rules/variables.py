@@ -38,14 +38,14 @@ def _pair_grads(record: CustomGradient) -> Iterator[GradFn]:
 
 def _literal(expr: cst.BaseExpression | None, ctx: LintContext) -> cst.BaseExpression | None:
     """``expr``, or the literal tuple/list a name is bound to exactly once."""
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:
         owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
         return literal_binding(expr, ctx.index.env_for(owner)) or expr
     return expr
 
 
 def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
-    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+    if type(expr) in (cst.Tuple, cst.List) and not any(type(e) is cst.StarredElement for e in expr.elements):
         return [e.value for e in expr.elements]
     return None
 
@@ -287,14 +287,14 @@ class MyDense(tf.keras.layers.Dense):
 def _add_variables_fix(ctx: LintContext, grad: GradFn) -> Fix | None:
     """``variables=None`` after grad's last parameter, only when every return already is
     ``(input_grads, [variable_grads])``: then the signature is the whole defect."""
-    if not grad.returns or not isinstance(grad.node, cst.FunctionDef):
+    if not grad.returns or type(grad.node) is not cst.FunctionDef:
         return None
     for site in grad.returns:
         elements = _elements(_literal(site.value, ctx))
-        if elements is None or len(elements) != 2 or not isinstance(elements[1], cst.List):
+        if elements is None or len(elements) != 2 or type(elements[1]) is not cst.List:
             return None
     params = grad.node.params
-    last = [*params.params, *([params.star_arg] if isinstance(params.star_arg, cst.Param) else []),
+    last = [*params.params, *([params.star_arg] if type(params.star_arg) is cst.Param else []),
             *params.kwonly_params][-1:]
     if not last:
         return None
@@ -554,8 +554,8 @@ def f(x):
                     if elements is None or len(elements) != 2:
                         continue
                     var_grads = _literal(elements[1], ctx)
-                    if isinstance(var_grads, cst.Tuple) or (
-                            isinstance(var_grads, cst.Call) and call_name(var_grads, ctx.index.qualnames) == "tuple"):
+                    if type(var_grads) is cst.Tuple or (
+                            type(var_grads) is cst.Call and call_name(var_grads, ctx.index.qualnames) == "tuple"):
                         what = f"a tuple ({describe(elements[1])})"
                         error = "TypeError: can only concatenate list (not \"tuple\") to list"
                     else:
@@ -574,7 +574,7 @@ def f(x):
 def _list_fix(ctx: LintContext, pair: cst.BaseExpression | None, var_grads: cst.BaseExpression) -> Fix | None:
     """``return dx, (g,)`` -> ``return dx, [g]``. The whole pair is rewritten: libcst positions exclude a
     node's parentheses, so replacing only the tuple would leave ``([g])`` behind."""
-    if (not isinstance(pair, cst.Tuple) or not isinstance(var_grads, cst.Tuple)
+    if (type(pair) is not cst.Tuple or type(var_grads) is not cst.Tuple
             or pair.elements[1].value is not var_grads):
         return None
     items = list(var_grads.elements)
@@ -713,7 +713,7 @@ class Affine(tf.Module):
                     if elements is None or len(elements) != 2:
                         continue
                     var_grads = _literal(elements[1], ctx)
-                    entries = _elements(var_grads) if isinstance(var_grads, cst.List) else None
+                    entries = _elements(var_grads) if type(var_grads) is cst.List else None
                     if entries is None or len(entries) < 2:
                         continue
                     if len({module.code_for_node(e) for e in entries}) == 1:
