@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from cg_lint.builder import FileIndex, ModelBuilder
 from cg_lint.config import Settings
-from cg_lint.findings import FileError, Finding
+from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.sources import decode
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
@@ -25,14 +24,6 @@ if TYPE_CHECKING:
 
 # libcst's visitors (positions) recurse once per nesting level; deep real code needs more room
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
-
-
-@dataclass
-class FileResult:
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    error: FileError | None = None
-    parsed: bool = False  # False when the prefilter skipped the file
 
 
 def might_contain(data: bytes | str, settings: Settings) -> bool:

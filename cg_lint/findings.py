@@ -67,3 +67,13 @@ class FileError:
     def one_line(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column or 1}"
         return f"{where}: error: {self.message}"
+
+
+@dataclass
+class FileResult:
+    """What linting one file gave: findings, or the one error that stopped it."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    parsed: bool = False  # False when the prefilter skipped the file

@@ -17,9 +17,9 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from cg_lint.config import Settings
-from cg_lint.engine import FileResult, lint_source, might_contain
 from cg_lint.files import iter_files
-from cg_lint.findings import FileError
+from cg_lint.findings import FileError, FileResult
+from cg_lint.prefilter import might_contain
 
 # Below ~250 KB of candidate source the pool does not pay (measured on TF candidates: 186 KB serial
 # 57 ms vs pool 61 ms; 300 KB serial 98 ms vs pool 69 ms; see bench/README.md).
@@ -30,6 +30,8 @@ SPAWN_FACTOR = 8
 
 
 def _lint_data(args: tuple[str, bytes, Settings]) -> FileResult:
+    from cg_lint.engine import lint_source  # libcst: imported only once a file needs it
+
     path, data, settings = args
     try:
         return lint_source(data, path, settings)
@@ -63,6 +65,7 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
     pending: list[tuple[str, bytes, Settings] | Future[FileResult]] = []
     pool: ProcessPoolExecutor | None = None
     seen_bytes = 0
+    markers = settings.markers()
     try:
         for item in iter_files(paths, settings, force_exclude):
             if isinstance(item, FileError):
@@ -72,7 +75,7 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
             if isinstance(data, FileError):
                 yield FileResult(item, error=data)
                 continue
-            if not might_contain(data, settings):
+            if not might_contain(data, markers):
                 continue
             work = (item, data, settings)
             seen_bytes += len(data)
@@ -81,7 +84,9 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                 continue
             pending.append(work)
             if jobs > 1 and len(pending) >= POOL_MIN_FILES and seen_bytes >= min_bytes:
-                # with fork, the executor forks all workers at the first submit, before its own thread
+                # with fork, the executor forks all workers at the first submit, before its own thread;
+                # importing the engine (libcst) first spares each worker its own import
+                import cg_lint.engine  # noqa: F401
                 context = multiprocessing.get_context("fork" if fork else None)
                 pool = ProcessPoolExecutor(jobs, mp_context=context)
                 pending = [_submit(pool, w) if isinstance(w, tuple) else w for w in pending]

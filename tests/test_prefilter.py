@@ -24,6 +24,7 @@ from cg_lint.builder import FileIndex
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source
 from cg_lint.positions import compute_ranges
+from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.rules import ALL_RULES
 
 DATA = Path(__file__).parent / "data"
@@ -51,6 +52,10 @@ def records(text: str, path: str = "module.py", settings: Settings = ALL) -> lis
 def assert_exact(text: str, path: str = "module.py", settings: Settings = ALL) -> None:
     """Gate 2 never skips a file with a definition; gate 3 changes no record and no finding."""
     full = records(text, path, settings)
+    if only_mentions(text, settings.markers()):  # gate 1b answers only what gate 2 would
+        tree = prefilter.parse_ast(text)
+        if isinstance(tree, ast.Module):
+            assert prefilter.plan(text, settings.markers(), tree).skip, "gate 1b skipped a file gate 2 keeps"
     plan = prefilter.plan(text, settings.markers())
     if plan.error is not None or full is None:
         return  # CPython or libcst rejects it: reported, not modelled
@@ -96,6 +101,43 @@ KEPT = {
     "f-string": "import tensorflow as tf\ns = f'{tf.custom_gradient(g)(1)}'\n",
     "continued attribute": "import tensorflow as tf\n@tf.\\\ncustom_gradient\ndef f(x):\n    return x, None\n",
 }
+
+
+# -- gate 1b: mentions told apart without the ast ----------------------------------------------
+
+MENTIONS = {
+    **{k: v for k, v in SKIPPED.items() if k not in ("def and parameter names", "keyword name", "assignment target")},
+    "docstring prose": 'def f():\n    """Wrap it in a tf.custom_gradient wrapper\n    and @tf.custom_gradient too.\n    """\n',
+    "message": 'raise ValueError("an issue in a tf.custom_gradient.")\n',
+    "same-name re-export": "from keras.src.ops.core import custom_gradient as custom_gradient  # line: 45\n",
+    "imported under another name": "from a import b as custom_gradient\n",
+    "module attribute in a call": "x = f(\n    custom_gradient.generate_name())\n",
+    "quote in a comment": "# don't use custom_gradient here\nx = 1\n",
+    "raw string": 'p = r"\\d custom_gradient \\"still\\" a string"\n',
+}
+
+NOT_MENTIONS = {
+    **KEPT,
+    "alias": "from tensorflow import custom_gradient as cg\n",
+    "use after a docstring on its line": 's = """doc""" + str(custom_gradient(f))\n',
+    "string glued to a keyword": 'x = 1 if y in"a " or custom_gradient(f) else "c"\n',
+    "f-string literal": 'x = f"custom_gradient {y}"\n',
+    "semicolon": "import tensorflow; tensorflow.custom_gradient(f)\n",
+    "closing docstring then code": '"""\nend"""; custom_gradient(f)\n',
+    "global": "def f():\n    global custom_gradient\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MENTIONS))
+def test_gate1b_skips_mentions_without_the_ast(name: str) -> None:
+    assert only_mentions(MENTIONS[name], MARKERS)
+    assert_exact(MENTIONS[name])
+
+
+@pytest.mark.parametrize("name", sorted(NOT_MENTIONS))
+def test_gate1b_leaves_possible_uses_to_the_ast(name: str) -> None:
+    assert not only_mentions(NOT_MENTIONS[name], MARKERS)
+    assert_exact(NOT_MENTIONS[name])
 
 
 @pytest.mark.parametrize("name", sorted(SKIPPED))

@@ -83,7 +83,9 @@ def test_pool_and_serial_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def _die_on_m3(args):
     if args[0].endswith("m3.py"):
         os._exit(9)  # what a native crash looks like from the parent
-    return runner.lint_source(args[1], args[0], args[2])
+    from cg_lint.engine import lint_source
+
+    return lint_source(args[1], args[0], args[2])
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the patched worker reaches the pool by fork")

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from cg_lint.prefilter.depth import MAX_DEPTH, too_deep
 from cg_lint.prefilter.lines import Lines, first_line, groups, split_lines, touches
+from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.prefilter.reduce import reduce as _reduce
 
 __all__ = ["MARKER", "MAX_DEPTH", "Plan", "markers", "might_contain", "parse_ast", "plan", "split_lines"]
@@ -69,6 +70,8 @@ class Plan:
 def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, reduce: bool = True) -> Plan:
     """Gates 2 and 3 for one decoded source; ``tree`` may be passed when the caller has it (flake8)."""
     if tree is None:
+        if only_mentions(text, names):  # gate 1b: no occurrence can be a use; the ast would agree
+            return Plan(True, "")
         tree_or_error = parse_ast(text)
         if not isinstance(tree_or_error, ast.Module):
             return Plan(False, "", error=tree_or_error)
