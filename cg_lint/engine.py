@@ -48,6 +48,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     else:
         text = source
     parse_text, starts, members = text, None, None
+    line_map: list[int] | None = None  # the original line of each parsed line, when empty ones were dropped
     if reduce:
         try:
             plan = prefilter.plan(text, settings.markers(), tree)
@@ -61,11 +62,16 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             result.error = FileError(path, _one_line(message), line, column)
             return result
         parse_text, starts, members = plan.text, plan.starts, plan.members
+        if starts is not None:
+            compacted = prefilter.compact(parse_text, starts, members)
+            if compacted is not None:
+                parse_text, line_map, starts, members = compacted
     try:
         module = cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
         message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
-        result.error = FileError(path, _one_line(f"cannot parse: {message}"), e.raw_line, e.raw_column + 1)
+        line = e.raw_line if line_map is None or not 0 < e.raw_line <= len(line_map) else line_map[e.raw_line - 1]
+        result.error = FileError(path, _one_line(f"cannot parse: {message}"), line, e.raw_column + 1)
         return result
     except RecursionError:
         result.error = FileError(path, "cannot parse: nesting too deep")
@@ -75,7 +81,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
         return result
     result.parsed = True
     try:
-        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members)
+        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members, line_map)
     except RecursionError:
         result.error = FileError(path, "cannot analyse: nesting too deep")
         return result
@@ -97,11 +103,13 @@ def _one_line(message: str) -> str:
 
 def build_context(module: cst.Module, text: str, path: str, settings: Settings,
                   starts: list[int] | None = None, parsed_text: str | None = None,
-                  members: dict[int, list[int]] | None = None) -> LintContext:
-    """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced."""
+                  members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> LintContext:
+    """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced
+    (``line_map``: the original line of each of its lines, when empty lines were dropped)."""
     module_name = module_name_for(path)
     lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
-    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members)
+    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members,
+                      line_map)
     builder = ModelBuilder(index)
     records = builder.build()
     return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
@@ -109,11 +117,11 @@ def build_context(module: cst.Module, text: str, path: str, settings: Settings,
 
 def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
                starts: list[int] | None = None, parsed_text: str | None = None,
-               members: dict[int, list[int]] | None = None) -> list[Finding]:
+               members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> list[Finding]:
     rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings, starts, parsed_text, members)
+    ctx = build_context(module, text, path, settings, starts, parsed_text, members, line_map)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cg_lint.prefilter.depth import MAX_DEPTH, too_deep
-from cg_lint.prefilter.lines import Lines, first_line, groups, split_lines, touches
+from cg_lint.prefilter.lines import Lines, compact, first_line, groups, split_lines, touches
 from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.prefilter.reduce import reduce as _reduce
 
-__all__ = ["MARKER", "MAX_DEPTH", "Plan", "markers", "might_contain", "parse_ast", "plan", "split_lines"]
+__all__ = ["MARKER", "MAX_DEPTH", "Plan", "compact", "markers", "might_contain", "parse_ast", "plan", "split_lines"]
 
 MARKER = "custom_gradient"
 
