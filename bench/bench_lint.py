@@ -1,13 +1,15 @@
 """Speed of cg-lint against ruff and flake8, measured in one run and printed as ratios.
 
-    python bench/bench_lint.py [--quick N] [--repeat R] [--skip-flake8]
+    python bench/bench_lint.py [--quick N] [--repeat R] [--skip-flake8] [--per-save]
 
 1. ``cg-lint`` vs ``ruff check --select F --no-cache`` on the installed TensorFlow + Keras tree.
 2. ``flake8 --select F,CG`` vs ``flake8 --select F`` without the plugin, on the same tree (or, with
    ``--quick N``, on a deterministic subset of N files that includes every candidate file).
 3. What an editor pays per save: the plugin's ``run()`` on a generated 2,000-line file full of
-   custom gradients, in-process (the first call in a fresh process, which imports libcst, and warm
-   calls), and the wall time of ``flake8 --select CG file`` vs ``flake8 --select E501 file``.
+   custom gradients, in-process (the first call in a fresh process, which imports libcst; warm calls
+   on the unchanged file; warm calls where each save edits one more function, as typing does; and,
+   for reference, warm calls without the parse cache), and the wall time of
+   ``flake8 --select CG file`` vs ``flake8 --select E501 file``.
 4. Scaling: cg-lint on 10, 100, 1,000 and all files of the tree, serial and with the pool.
 
 Every command is a subprocess with PYTHONPATH set to this checkout; each timing is the best of R
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from bench.gen_cg import generate  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+SAVES = 20  # in-process saves per kind (unchanged, edited, without the cache): best and median
 PY = sys.executable
 # flake8 with or without the CG plugin: `python F8_RUNNER --cg|--no-cg <flake8 args>`
 F8_RUNNER = textwrap.dedent('''\
@@ -103,33 +107,92 @@ def ruff(paths: list[str]) -> list[str]:
     return ["ruff", "check", "--isolated", "--select", "F", "--no-cache", "-q", *paths]
 
 
-def per_save(runner: str, repeat: int) -> dict[str, float]:
+def per_save(runner: str, repeat: int, saves: int) -> dict:
+    """``repeat``: flake8 runs per command (best of); ``saves``: in-process saves per kind."""
     folder = Path(tempfile.mkdtemp(prefix="cg-bench-"))
     source = folder / "ops_full_of_custom_gradients.py"
     source.write_text(generate(2000))
     probe = textwrap.dedent(f'''\
-        import ast, sys, time
+        import ast, json, re, statistics, sys, time
         sys.path.insert(0, {str(ROOT)!r})
-        text = open({str(source)!r}).read()
-        lines = text.splitlines(keepends=True)
-        tree = ast.parse(text)
+        path = {str(source)!r}
+        text = open(path).read()
         from cg_lint.flake8_plugin import Plugin
-        times = []
-        for _ in range({repeat} + 1):
+
+        def save(text, cache=True):
+            # flake8 hands each run a fresh ast and fresh lines: built outside the timed region
+            lines = text.splitlines(keepends=True)
+            tree = ast.parse(text)
             start = time.perf_counter()
-            out = list(Plugin(tree, lines, {str(source)!r}).run())
-            times.append(time.perf_counter() - start)
-        print(times[0], min(times[1:]), len(out), len(lines))
+            if cache:
+                out = list(Plugin(tree, lines, path).run())
+            else:  # what run() did before the parse cache
+                out = lint_source("".join(lines), path, settings, apply_noqa=False, tree=tree)
+            return time.perf_counter() - start, out
+
+        def edit(text, k):
+            # one function changed per save: a constant in the k-th op's body
+            name = ops[k % len(ops)]
+            edited = re.sub(rf"(def {{name}}\\(.*\\n.*\\n    y = )", rf"\\g<1>{{k + 2}}.0 * ", text, count=1)
+            assert edited != text
+            return edited
+
+        first, out = save(text)
+        from cg_lint.config import Settings
+        from cg_lint.engine import lint_source
+        settings = Settings(select=("CG",))
+        ops = re.findall(r"^def (op_\\d+)\\(", text, re.M)
+        n = {saves}
+        edited, unchanged, whole, current = [], [], [], text
+        for k in range(n):  # interleaved, so that machine load affects the three alike
+            current = edit(current, k)
+            edited.append(save(current)[0])  # one function differs from the previous save
+            unchanged.append(save(current)[0])  # saved again as it is
+            whole.append(save(current, cache=False)[0])
+        stats = lambda xs: [min(xs), statistics.median(xs)]
+        print(json.dumps({{"first": first, "warm": stats(unchanged), "edit": stats(edited), "whole": stats(whole),
+                          "findings": len(out), "lines": text.count("\\n"), "n": n}}))
     ''')
     proc = subprocess.run([PY, "-c", probe], env=ENV, capture_output=True, text=True, check=True)
-    first, warm, findings, n_lines = proc.stdout.split()
+    times = json.loads(proc.stdout)
     f8 = [PY, runner]
     walls = best_of(repeat, [*f8, "--cg", "--isolated", "--select", "CG", str(source)],
                     [*f8, "--cg", "--isolated", "--select", "E501", str(source)],
                     [*f8, "--no-cg", "--isolated", "--select", "E501", str(source)])
     shutil.rmtree(folder)
-    return {"first_ms": 1e3 * float(first), "warm_ms": 1e3 * float(warm), "findings": int(findings),
-            "lines": int(n_lines), "f8_cg": walls[0], "f8_e501": walls[1], "f8_e501_no_plugin": walls[2]}
+    ms = lambda pair: [1e3 * t for t in pair]  # noqa: E731
+    return {"first_ms": 1e3 * times["first"], "warm_ms": ms(times["warm"]), "edit_ms": ms(times["edit"]),
+            "whole_ms": ms(times["whole"]), "n": times["n"], "findings": times["findings"], "lines": times["lines"],
+            "f8_cg": walls[0], "f8_e501": walls[1], "f8_e501_no_plugin": walls[2]}
+
+
+def per_save_rows(save: dict) -> list[tuple[str, str, str, str]]:
+    def best_median(key: str) -> str:
+        best, median = save[key]
+        return f"{best:.0f} / {median:.0f} ms"
+
+    n, lines = save["n"], save["lines"]
+    return [
+        (f"plugin run() per save, {lines}-line file, warm, unchanged (best / median of {n})",
+         best_median("warm_ms"), "", "<= 50 ms"),
+        (f"plugin run() per save, warm, one function edited per save (best / median of {n})",
+         best_median("edit_ms"), "", "<= 50 ms"),
+        (f"the same without the parse cache (lint_source(parse_cache=False); best / median of {n})",
+         best_median("whole_ms"), "", ""),
+        ("plugin run() per save, first call in a fresh process (imports libcst)", f"{save['first_ms']:.0f} ms", "", ""),
+        ("flake8 --select CG vs --select E501 (same file; both run the plugin)",
+         f"{save['f8_cg']:.2f} s / {save['f8_e501']:.2f} s", f"{save['f8_cg'] / save['f8_e501']:.2f}", ""),
+        ("flake8 --select CG vs --select E501 without the plugin",
+         f"{save['f8_cg']:.2f} s / {save['f8_e501_no_plugin']:.2f} s",
+         f"{save['f8_cg'] / save['f8_e501_no_plugin']:.2f}", ""),
+    ]
+
+
+def print_rows(rows: list[tuple[str, str, str, str]]) -> None:
+    print("| measure | times | ratio | target |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 def main() -> int:
@@ -137,7 +200,14 @@ def main() -> int:
     parser.add_argument("--quick", type=int, metavar="N", help="flake8 on N files (all candidates included)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-flake8", action="store_true")
+    parser.add_argument("--per-save", action="store_true", help="only the per-save measurements (item 3)")
     args = parser.parse_args()
+    if args.per_save:
+        runner = Path(tempfile.mkdtemp(prefix="cg-bench-")) / "flake8_runner.py"
+        runner.write_text(F8_RUNNER)
+        print_rows(per_save_rows(per_save(str(runner), max(args.repeat, 5), SAVES)))
+        shutil.rmtree(runner.parent)
+        return 0
 
     roots = [package_dir("tensorflow"), package_dir("keras")]
     files = tree_files(roots)
@@ -162,20 +232,8 @@ def main() -> int:
         rows.append((f"flake8 F+CG vs flake8 F, no plugin ({label})", f"{with_cg:.2f} s / {without:.2f} s",
                      f"{with_cg / without:.3f}", "<= 1.05"))
 
-    save = per_save(str(runner), max(args.repeat, 5))
-    rows.append((f"plugin run() per save, {save['lines']}-line file, warm", f"{save['warm_ms']:.0f} ms", "", "<= 50 ms"))
-    rows.append(("plugin run() per save, first call in a fresh process (imports libcst)",
-                 f"{save['first_ms']:.0f} ms", "", ""))
-    rows.append(("flake8 --select CG vs --select E501 (same file; both run the plugin)",
-                 f"{save['f8_cg']:.2f} s / {save['f8_e501']:.2f} s", f"{save['f8_cg'] / save['f8_e501']:.2f}", ""))
-    rows.append(("flake8 --select CG vs --select E501 without the plugin",
-                 f"{save['f8_cg']:.2f} s / {save['f8_e501_no_plugin']:.2f} s",
-                 f"{save['f8_cg'] / save['f8_e501_no_plugin']:.2f}", ""))
-
-    print("| measure | times | ratio | target |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    rows += per_save_rows(per_save(str(runner), max(args.repeat, 5), SAVES))
+    print_rows(rows)
 
     print("\nscaling (cg-lint on evenly spread subsets of the tree; startup = an empty folder):")
     empty = tempfile.mkdtemp(prefix="cg-bench-empty-")

@@ -14,6 +14,7 @@ from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.sources import decode
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
+from cg_lint.parse_cache import parse_with_cache
 from cg_lint import prefilter
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
@@ -32,10 +33,11 @@ def might_contain(data: bytes | str, settings: Settings) -> bool:
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
                 apply_noqa: bool = True, *, tree: ast.Module | None = None,
-                reduce: bool = True) -> FileResult:
+                reduce: bool = True, parse_cache: bool = False) -> FileResult:
     """``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``reduce=False``
     hands libcst the whole text of every substring candidate (the reference the prefilter is tested
-    against)."""
+    against). ``parse_cache``: reuse the top-level statements parsed by earlier calls in this
+    process (cg_lint.parse_cache; for editors, which re-lint a file on every save)."""
     settings = settings or Settings()
     result = FileResult(path)
     if not might_contain(source, settings):
@@ -67,7 +69,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
             if compacted is not None:
                 parse_text, line_map, starts, members = compacted
     try:
-        module = cst.parse_module(parse_text)
+        module = parse_with_cache(parse_text, starts) if parse_cache and starts else cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
         message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
         line = e.raw_line if line_map is None or not 0 < e.raw_line <= len(line_map) else line_map[e.raw_line - 1]

@@ -59,7 +59,8 @@ class Plugin:
 
         settings = Settings(select=("CG",), decorators=self._decorators)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree)
+        # the language server keeps this process between saves: reuse unchanged statements' parse
+        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)
         error = result.error
         if error is not None and error.message.startswith("internal error"):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
