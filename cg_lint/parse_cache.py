@@ -34,9 +34,9 @@ __all__ = ["CACHE", "MAX_CHARS", "ChunkCache", "parse_by_statement", "parse_with
 
 # Measured with tracemalloc (python 3.11, libcst 1.9): the generated 2,000-line custom-gradient file
 # (bench/gen_cg.py, 35,640 characters of dense code) costs 2.1 MB cached, 59 bytes per character;
-# real TensorFlow sources (docstrings, comments) cost about 25. 2,000,000 characters (some 56 such
-# files) therefore stay under about 120 MB even for dense code.
-MAX_CHARS = 2_000_000
+# real TensorFlow sources (docstrings, comments) cost about 25. 1,000,000 characters (some 28 such
+# files; the prefilter hands over far less of real ones) stay under about 60 MB even for dense code.
+MAX_CHARS = 1_000_000
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # how libcst finds a module's default newline
 
