@@ -18,7 +18,7 @@ import libcst as cst
 
 from cg_lint.builder import FileIndex
 from cg_lint.model import CustomGradient, FuncNode
-from cg_lint.values import Env, Unknown, call_name, children
+from cg_lint.values import SCOPES, Env, Unknown, call_name, children
 
 # Attributes of a tensor that are Python values, known while tracing.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "name", "device", "graph", "op", "value_index",
@@ -137,7 +137,7 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
         return cached  # type: ignore[return-value]
     out: list[cst.CSTNode] = []
     stack: list[cst.CSTNode] = [func.body] if type(func) is cst.Lambda else list(reversed(children(func.body)))
-    scopes = _SCOPES
+    scopes = SCOPES
     while stack:
         node = stack.pop()
         kind = type(node)  # exact types: libcst nodes are ABCs and isinstance is slow on them
@@ -151,9 +151,6 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
         stack.extend(reversed(children(node)))
     index.memo[key] = out
     return out
-
-
-_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 
 
 def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -133,15 +133,15 @@ def own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
     """Every node of a function body, not descending into nested defs, lambdas or classes.
 
     Several analyses walk the same bodies (environments, returns, variable reads), so the list is
-    kept per body until ``clear_caches`` (each file's analysis starts with it). The entry holds the
-    body itself, so its id cannot be reused while cached.
+    kept per body, within the bound ``clear_caches`` keeps. The entry holds the body itself, so its
+    id cannot be reused while cached.
     """
     hit = _OWN.get(id(body))
     if hit is not None and hit[0] is body:
         return hit[1]
     out: list[cst.CSTNode] = []
     stack = list(reversed(children(body)))
-    scopes = _SCOPES
+    scopes = SCOPES
     while stack:
         node = stack.pop()
         out.append(node)
@@ -189,8 +189,9 @@ def subtree(stmt: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode
 CACHE_BOUND = 100_000
 
 
-def clear_caches(force: bool = False) -> None:
-    if force or len(_KIDS) + len(_OWN) > CACHE_BOUND:
+def clear_caches() -> None:
+    """Forget the cached walks once they exceed the bound (called as each file's analysis starts)."""
+    if len(_KIDS) + len(_OWN) > CACHE_BOUND:
         _OWN.clear()
         _KIDS.clear()
         _SUBTREES.clear()
@@ -199,14 +200,14 @@ def clear_caches(force: bool = False) -> None:
 def function_nodes(func: "cst.FunctionDef | cst.Lambda") -> list[cst.CSTNode]:
     """The nodes of a def's body or a lambda's expression, not entering nested scopes."""
     if type(func) is cst.Lambda:
-        if type(func.body) in _SCOPES:
+        if type(func.body) in SCOPES:
             return [func.body]
         return [func.body, *own_nodes(func.body)]
     return own_nodes(func.body)
 
 
 # parsed trees hold exactly these classes (libcst does not subclass them), so type() lookups are exact
-_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
 _BINDERS = frozenset({
     cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.ExceptHandler,
     cst.FunctionDef, cst.ClassDef, cst.Import, cst.ImportFrom,

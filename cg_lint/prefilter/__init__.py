@@ -23,13 +23,12 @@ matched; libcst does not resolve it either.
 from __future__ import annotations
 
 import ast
-import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cg_lint.prefilter.depth import MAX_DEPTH, too_deep
-from cg_lint.prefilter.lines import Lines, compact, first_line, groups, split_lines, touches
+from cg_lint.prefilter.lines import Lines, compact, first_line, groups, split_lines, touches, word_pattern
 from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.prefilter.reduce import reduce as _reduce
 
@@ -131,7 +130,7 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> 
 def _occurrence_lines(text: str, words: set[str], lines: Lines) -> list[int]:
     if not words:
         return []
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(words))) + r")(?!\w)")
+    pattern = word_pattern(words)
     return sorted({lines.line_of(m.start()) for m in pattern.finditer(text)})
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from cg_lint.prefilter.lines import Lines
+from cg_lint.prefilter.lines import Lines, first_line
 
 MAX_DEPTH = 1000
 
@@ -23,8 +23,7 @@ def too_deep(stmts: list[ast.stmt], text: str, lines: Lines) -> int:
     concatenation (``"a" "b" "c"``); both are counted.
     """
     for stmt in stmts:
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-        if lines.end_of(stmt.end_lineno or stmt.lineno) - lines.starts[first - 1] < MAX_DEPTH:
+        if lines.end_of(stmt.end_lineno or stmt.lineno) - lines.starts[first_line(stmt) - 1] < MAX_DEPTH:
             continue  # most statements: too short to nest that deep, not worth a walk
         if _too_deep(stmt, text, lines):
             return stmt.lineno

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Iterable
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -28,6 +29,11 @@ class Lines:
     def end_of(self, line: int) -> int:
         """Offset just past ``line`` (clamped to the text)."""
         return self.starts[min(line, len(self.starts) - 1)]
+
+
+def word_pattern(words: Iterable[str]) -> re.Pattern[str]:
+    """Any of ``words`` as a whole identifier (not part of a longer one)."""
+    return re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, sorted(words))) + r")(?!\w)")
 
 
 def first_line(stmt: ast.AST) -> int:

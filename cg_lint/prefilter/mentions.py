@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import re
 
-# Comments, then string literals with their prefix; triple quotes before single ones. Escapes are
+from cg_lint.prefilter.lines import word_pattern
+
+# Comments, then string literals (their prefix is read separately); triple quotes before single ones. Escapes are
 # skipped pairwise, which is also right for raw strings (`r"\""` does not end at the second quote);
 # the loops are unrolled (`[^"\\]*(?:...)*`) so the engine does not step one character at a time.
 _LEXEME = re.compile(
@@ -38,7 +40,7 @@ def only_mentions(text: str, names: tuple[str, ...]) -> bool:
     """True when no occurrence of ``names`` in ``text`` can be a use (see the module docstring)."""
     if len(text) > MAX_CHARS or "\\\n" in text or "\\\r" in text:
         return False  # backslash continuations: lines are not logical lines
-    pattern = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, names)) + r")(?!\w)")
+    pattern = word_pattern(names)
     unresolved = [pos for pos in (m.start() for m in pattern.finditer(text)) if not _on_its_line(text, pos, pattern)]
     if not unresolved:
         return True

@@ -21,14 +21,6 @@ _GRAPH = "under tf.function"
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
 
 
-def _nodes(ctx: LintContext, func: FuncNode) -> list[cst.CSTNode]:
-    """The traced nodes of a body, walked once per file for all graph-mode rules."""
-    key = ("body", id(func))
-    if key not in ctx.cache:
-        ctx.cache[key] = list(body_nodes(func, ctx.index))
-    return ctx.cache[key]
-
-
 def _python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
     key = ("python-values", id(record))
     if key not in ctx.cache:
@@ -75,7 +67,7 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
         else:
             yield expr, construct
 
-    for node in _nodes(ctx, func):
+    for node in body_nodes(func, ctx.index):
         if type(node) is cst.If:
             yield from tested(node.test, "if")
         elif type(node) is cst.While:
@@ -471,7 +463,7 @@ def f(x):
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
             for func, who in bodies(record):
-                for node in _nodes(ctx, func):
+                for node in body_nodes(func, ctx.index):
                     message = self._problem(ctx, tensors, node, who)
                     if message and (finding := report(node, message)):
                         yield finding
@@ -670,7 +662,7 @@ def f(a, b):
             report = _Reporter(self, ctx, record)
             ranked = _RankEvidence(ctx, record, tensors)
             for func, who in bodies(record):
-                for node in _nodes(ctx, func):
+                for node in body_nodes(func, ctx.index):
                     if type(node) is not cst.Call or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
                         continue
                     pred = _pred_arg(node)
