@@ -53,6 +53,8 @@ class FileIndex:
         self._importable_names: set[str] | None = None
         self._aliases: dict[tuple[str, ...], set[str]] = {}
         self.memo: dict[object, object] = {}  # per-file results of analyses that several rules share
+        self._qualnames: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+        self._owners: dict[int, tuple[cst.CSTNode, cst.CSTNode | None]] = {}
         self._index()
         self.module_env = build_env(module, set(), None)
         self.envs: dict[int, Env] = {}
@@ -94,18 +96,29 @@ class FileIndex:
             table[bound] = f"{base}.{name}" if base else name
 
     # -- names -----------------------------------------------------------------------------
-    def qualnames(self, node: cst.CSTNode) -> set[str]:
-        """What a name or dotted attribute refers to: ``tf.math.log`` -> {"tensorflow.math.log"}."""
+    def qualnames(self, node: cst.CSTNode) -> frozenset[str]:
+        """What a name or dotted attribute refers to: ``tf.math.log`` -> {"tensorflow.math.log"}.
+
+        Memoised per node: several rules resolve the same callees. The node is kept beside the
+        answer, so a node built outside the tree and freed cannot lend its ``id`` to another."""
+        hit = self._qualnames.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        names = self._qualnames_of(node)
+        self._qualnames[id(node)] = (node, names)
+        return names
+
+    def _qualnames_of(self, node: cst.CSTNode) -> frozenset[str]:
         parts: list[str] = []
         while type(node) is cst.Attribute:
             parts.append(node.attr.value)
             node = node.value
         if type(node) is not cst.Name:
-            return set()
+            return _NO_NAMES
         base = self._resolve_name(node)
         if base is None:
-            return set()
-        return {".".join([base, *reversed(parts)])}
+            return _NO_NAMES
+        return frozenset((".".join([base, *reversed(parts)]),))
 
     def _resolve_name(self, name: cst.Name) -> str | None:
         ident = name.value
@@ -193,6 +206,8 @@ class FileIndex:
         return self.parents.get(id(node))
 
     def enclosing(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> cst.CSTNode | None:
+        if kinds == _FUNCTIONS:
+            return self.owner(node)
         parents, parent = self.parents, self.parents.get(id(node))
         if _leaf_kinds(kinds):  # type() lookups: ABC isinstance is slow, and no class derives from these
             while parent is not None and type(parent) not in kinds:
@@ -200,6 +215,26 @@ class FileIndex:
             return parent
         while parent is not None and not isinstance(parent, kinds):
             parent = parents.get(id(parent))
+        return parent
+
+    def owner(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        """The innermost def or lambda around ``node`` (None: module level); the question most
+        lookups start with, so each answer is kept for every node on the way up."""
+        owners, parents = self._owners, self.parents
+        hit = owners.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        path = [node]
+        parent = parents.get(id(node))
+        while parent is not None and type(parent) is not cst.FunctionDef and type(parent) is not cst.Lambda:
+            hit = owners.get(id(parent))
+            if hit is not None and hit[0] is parent:
+                parent = hit[1]
+                break
+            path.append(parent)
+            parent = parents.get(id(parent))
+        for below in path:
+            owners[id(below)] = (below, parent)
         return parent
 
     # -- positions -------------------------------------------------------------------------
@@ -234,6 +269,8 @@ class FileIndex:
         return self._positions.get(node, top, member if type(top) is cst.ClassDef else None)
 
 
+_NO_NAMES: frozenset[str] = frozenset()
+_FUNCTIONS = (cst.FunctionDef, cst.Lambda)
 _LEAF_KINDS: dict[tuple[type, ...], bool] = {}
 
 
@@ -275,15 +312,18 @@ class ModelBuilder:
     # -- discovery -------------------------------------------------------------------------
     def build(self) -> list[CustomGradient]:
         calls: list[cst.Call] = []
-        for node in self.ix.nodes:
+        order: dict[int, int] = {}  # where each def and lambda (what a record can be) stands
+        for i, node in enumerate(self.ix.nodes):
             kind = type(node)  # exact classes in parsed trees; ABC isinstance is slow
             if kind is cst.FunctionDef:
+                order[id(node)] = i
                 if any(self._is_cg_decorator(d) for d in node.decorators):
                     self._add(node, [node])
             elif kind is cst.Call:
                 calls.append(node)
                 self._maybe_call_form(node)
-        order = {id(n): i for i, n in enumerate(self.ix.nodes)}
+            elif kind is cst.Lambda:
+                order[id(node)] = i
         records = sorted(self.by_node.values(), key=lambda r: order.get(id(r.node), 0))
         for record in records:
             self._describe(record)

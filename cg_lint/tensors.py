@@ -18,7 +18,7 @@ import libcst as cst
 
 from cg_lint.builder import FileIndex
 from cg_lint.model import CustomGradient, FuncNode
-from cg_lint.values import SCOPES, Env, Unknown, call_name, children
+from cg_lint.values import SCOPES, Env, Unknown, call_name, children, function_nodes
 
 # Attributes of a tensor that are Python values, known while tracing.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "name", "device", "graph", "op", "value_index",
@@ -124,6 +124,9 @@ def _guarded_try(node: cst.Try) -> bool:
     return False
 
 
+_SKIPPABLE = frozenset({cst.If, cst.IfExp, cst.Try})
+
+
 def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
     """The nodes of a forward or grad body that run when it is traced.
 
@@ -135,6 +138,10 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
     cached = index.memo.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
+    own = function_nodes(func)  # kept across analyses of unchanged code (cg_lint.values)
+    if not any(type(node) in _SKIPPABLE for node in own):  # nothing to skip: the same nodes
+        index.memo[key] = own
+        return own
     out: list[cst.CSTNode] = []
     stack: list[cst.CSTNode] = [func.body] if type(func) is cst.Lambda else list(reversed(children(func.body)))
     scopes = SCOPES

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Set as AbstractSet
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-QualNames = Callable[[cst.CSTNode], set[str]]
+QualNames = Callable[[cst.CSTNode], AbstractSet[str]]
 
 # Calls of TF that return several tensors, a structure, or a callable: never "one leaf".
 _NON_LEAF_TF_CALLS = frozenset(

@@ -71,6 +71,9 @@ class _ClassFacts:
     layers: set[str]
 
 
+_ASK = object()  # "look the owner up": None already means module level
+
+
 class VariableFinder:
     """Finds variable reads in function bodies of one file; class facts are computed once per class.
 
@@ -83,6 +86,7 @@ class VariableFinder:
         self.trainable_only = trainable_only
         self._classes: dict[int, _ClassFacts] = {}
         self._kinds: dict[tuple[int, str, bool], str | None] = {}
+        self._selves: dict[tuple[int, str], cst.ClassDef | None] = {}
 
     def _counts(self, call: cst.Call) -> bool:
         return not self.trainable_only or _trainable(call)
@@ -115,29 +119,35 @@ class VariableFinder:
         return found
 
     def _candidates(self, func: FuncNode, created_ok: bool) -> Iterator[tuple[cst.CSTNode, str, str]]:
+        # every node here is in func's own body, so func is where its names are looked up; the
+        # (memoised) kind is asked before whether the node is a read, which is rarely needed
+        reads = ("variable", "created") if created_ok else ("variable",)
         for node in function_nodes(func):
-            if type(node) is cst.Call:
+            kind_of = type(node)
+            if kind_of is cst.Name:
+                kind = self._name_kind(node, owner=func)
+                if kind in reads and self._is_load(node):
+                    yield node, node.value, kind
+            elif kind_of is cst.Attribute:
+                if self._self_attr_kind(node, func) == "variable" and self._is_load(node):
+                    yield node, _text(node), "attribute"
+            elif kind_of is cst.Call:
+                callee = node.func
                 if self.is_variable_value(node) and created_ok and not self._assigned(node):
                     yield node, _text(node), "created"
-                elif self.is_layer_value(node.func):
-                    yield node, _text(node.func), "layer"
-                elif type(node.func) is cst.Name and self._name_kind(node.func) == "layer":
-                    yield node, node.func.value, "layer"
-                elif type(node.func) is cst.Attribute and self._self_attr_kind(node.func) == "layer":
-                    yield node, _text(node.func), "layer"
-            elif type(node) is cst.Name and self._is_load(node):
-                kind = self._name_kind(node)
-                if kind in ("variable", "created") and (created_ok or kind == "variable"):
-                    yield node, node.value, kind
-            elif type(node) is cst.Attribute and self._is_load(node):
-                if self._self_attr_kind(node) == "variable":
-                    yield node, _text(node), "attribute"
-            elif type(node) is cst.Subscript and type(node.value) is cst.Name and self._is_load(node):
-                if self._name_kind(node.value, element=True) == "variable":
-                    yield node, _text(node), "variable"  # an element of a list of variables
+                elif self.is_layer_value(callee):
+                    yield node, _text(callee), "layer"
+                elif type(callee) is cst.Name and self._name_kind(callee, owner=func) == "layer":
+                    yield node, callee.value, "layer"
+                elif type(callee) is cst.Attribute and self._self_attr_kind(callee, func) == "layer":
+                    yield node, _text(callee), "layer"
+            elif kind_of is cst.Subscript and type(node.value) is cst.Name:
+                if self._name_kind(node.value, element=True, owner=func) == "variable":
+                    if self._is_load(node):
+                        yield node, _text(node), "variable"  # an element of a list of variables
                 else:
-                    kind = self._name_kind(node.value)
-                    if kind in ("variable", "created") and (created_ok or kind == "variable"):
+                    kind = self._name_kind(node.value, owner=func)
+                    if kind in reads and self._is_load(node):
                         yield node, node.value.value, kind  # slicing a variable reads it
 
     def _assigned(self, call: cst.Call) -> bool:
@@ -164,9 +174,11 @@ class VariableFinder:
             return False  # the subscript is the read (a list of variables)
         return True
 
-    def _name_kind(self, name: cst.Name, element: bool = False) -> str | None:
-        """'variable' / 'created' / 'layer' when every binding of ``name`` is one."""
-        owner = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
+    def _name_kind(self, name: cst.Name, element: bool = False, owner: cst.CSTNode | None = _ASK) -> str | None:
+        """'variable' / 'created' / 'layer' when every binding of ``name`` is one (``owner``: the
+        def or lambda ``name`` is looked up from, when the caller knows it)."""
+        if owner is _ASK:
+            owner = self.ix.owner(name)
         key = (id(owner), name.value, element)  # the answer depends only on where the name is looked up
         if key not in self._kinds:
             self._kinds[key] = self._lookup_kind(owner, name, element)
@@ -197,10 +209,16 @@ class VariableFinder:
                 return None
         return kinds.pop() if len(kinds) == 1 else None
 
-    def _self_attr_kind(self, attr: cst.Attribute) -> str | None:
+    def _self_attr_kind(self, attr: cst.Attribute, owner: cst.CSTNode | None = _ASK) -> str | None:
         if type(attr.value) is not cst.Name:
             return None
-        cls = self._class_of_self(attr.value)
+        if owner is _ASK:
+            owner = self.ix.owner(attr)
+        key = (id(owner), attr.value.value)  # whose instance a name is depends only on where it is looked up
+        if key in self._selves:
+            cls = self._selves[key]
+        else:
+            cls = self._selves[key] = self._class_of_self(attr.value)
         if cls is None:
             return None
         facts = self._class_facts(cls)

@@ -35,6 +35,11 @@ _SELF_STORE = re.compile(
     r"|^[ \t]*(?:async\s+)?for\b[^\n]*?\b(?:self|cls)\s*\.\s*(\w+)"
     r"|^[ \t]*(?:self|cls)\s*\.\s*(\w+)\s*:"
     r"|\bas\s+(?:self|cls)\s*\.\s*(\w+)", re.M)
+# An editor re-lints a file on every save and most units are unchanged between saves: what a unit
+# references and binds depends only on its text (and the spellings), so it is kept per text, bounded
+MAX_CACHED_CHARS = 1_000_000
+_PER_TEXT: dict[tuple[str, frozenset[str] | None], set[str]] = {}
+_cached_chars = 0
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 _BLANK, _STUB, _FULL = 0, 1, 2
@@ -126,6 +131,11 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
                for s in unit.stmts):
             make_full(unit)
 
+    frozen = frozenset(spellings)
+
+    def referenced(unit: _Unit) -> set[str]:
+        return _referenced(unit, spellings, text, offsets, occ)
+
     defs: dict[str, list[_Unit]] = {}
     for unit in leaves:
         if unit.is_def:
@@ -136,7 +146,7 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
     for depth in range(2):
         nxt = []
         for unit in level:
-            for name in _referenced(unit, spellings, text, offsets, occ) & defs.keys():
+            for name in _per_text(unit, text, offsets, frozen, referenced) & defs.keys():
                 for d in defs[name]:
                     if depth == 0:
                         callees.setdefault(d.cls, set()).add(name)
@@ -149,7 +159,7 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
             if unit.is_def:  # a method: called as self.name() inside its class only
                 callees.setdefault(unit.cls, set()).add(unit.name)
         elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
-            callees.setdefault(None, set()).update(*(_binds(s) for s in unit.stmts))
+            callees.setdefault(None, set()).update(_per_text(unit, text, offsets, None, _unit_binds))
     headers = [u for u in top if u.members]
     for scope, names in callees.items():
         for unit in (leaves + headers) if scope is None else [scope, *scope.members]:
@@ -180,7 +190,7 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
     # name resolution: bindings of every name a kept statement mentions, to a fixpoint
     binders: dict[str, list[_Unit]] = {}
     for unit in top:
-        for name in set().union(*(_binds(s) for s in unit.stmts)):
+        for name in _per_text(unit, text, offsets, None, _unit_binds):
             binders.setdefault(name, []).append(unit)
     seen: set[str] = set()
     work: list[_Unit] = list(full)
@@ -226,6 +236,24 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
                 stub_at(unit.body_line)
     kept = [u for u in top if u.state != _BLANK]
     return "".join(out), sum(len(u.stmts) for u in kept), [u.first for u in kept]
+
+
+def _per_text(unit: _Unit, text: str, offsets: Lines, spellings: frozenset[str] | None, compute) -> set[str]:
+    """``compute(unit)``, kept per unit text and ``spellings``; the caller must not change the set."""
+    global _cached_chars
+    key = (text[offsets.starts[unit.first - 1]:offsets.starts[unit.last]], spellings)
+    found = _PER_TEXT.get(key)
+    if found is None:
+        if _cached_chars > MAX_CACHED_CHARS:
+            _PER_TEXT.clear()
+            _cached_chars = 0
+        found = _PER_TEXT[key] = compute(unit)
+        _cached_chars += len(key[0])
+    return found
+
+
+def _unit_binds(unit: _Unit) -> set[str]:
+    return set().union(*(_binds(s) for s in unit.stmts))
 
 
 def _referenced(unit: _Unit, spellings: set[str], text: str, offsets: Lines, occ: list[int]) -> set[str]:
