@@ -261,6 +261,99 @@ def test_variables_rules_among_code_the_reduction_blanks() -> None:
     assert codes == ["CG004", "CG004", "CG018", "CG018"]
 
 
+SKELETON_LAYER = """\
+import tensorflow as tf
+import keras
+
+
+class Scale(keras.layers.Layer):
+    def build(self, input_shape):
+        \"\"\"Creates the weight.\"\"\"
+        units = input_shape[-1]
+        message = "BUILD_BODY"
+        if units > 1:
+            self.w = self.add_weight(
+                shape=(units,),
+                initializer="ones",
+            )
+        else:
+            def make():
+                self.w = tf.Variable(1.0)
+            make()
+
+    @property
+    def scale(self):
+        return self.PROPERTY_BODY
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(x):
+            def grad(dy):
+                g = dy * self.w * self.scale
+                return g
+            return x * self.w, grad
+        return f(x)
+
+
+class Other:
+    def grad(self):
+        return OTHER_CLASS_BODY
+"""
+
+# `self.x = ...` that cannot leave its block without changing the model: the method stays whole
+UNMOVABLE = {
+    "shares a line": "x = 1; self.w = tf.Variable(1.0)",
+    "after a header": "if ready: self.w = tf.Variable(1.0)",
+    "shadowed module": "tf = fake\n        def make():\n            self.w = tf.Variable(1.0)",
+    "shadowed in a nested def": "def make(tf):\n            self.w = tf.Variable(1.0)",
+    "imported in a nested def": "def make():\n            from fake import tf\n            self.w = tf.Variable(1.0)",
+    "after a parameter's tail": "check(x,\n              self.ok); self.w = tf.Variable(1.0)",
+}
+MOVABLE = {
+    "imported in the method": "from tensorflow import Variable\n        if ready:\n            self.w = Variable(1.0)",
+    "in a nested class": "class Holder:\n            self.w = tf.Variable(1.0)\n        self.v = 2",
+    "multi-line string": "self.w = tf.Variable(1.0, name='''w\n  still the name''')\n        self.x = 2",
+    "local names": "shape = (3,)\n        if ready:\n            self.w = tf.Variable(tf.ones(shape))",
+}
+
+
+def _layer_with(build_body: str, indent: str = "    ") -> str:
+    text = ("import tensorflow as tf\n\n\nclass L:\n    def build(self, ready):\n        " + build_body
+            + "\n        unrelated = 'BUILD_BODY'\n\n    def call(self, x):\n        @tf.custom_gradient\n"
+              "        def f(x):\n            return x * self.w, lambda dy: dy\n        return f(x)\n")
+    return text.replace("    ", indent)
+
+
+def test_methods_kept_for_their_stores_become_skeletons() -> None:
+    """A method kept only for its ``self.x = ...`` (or named like a ``self.x`` a full member reads)
+    keeps its header and those statements, moved to the body's indentation."""
+    assert_exact(SKELETON_LAYER)
+    plan = prefilter.plan(SKELETON_LAYER, MARKERS)
+    assert "BUILD_BODY" not in plan.text and "PROPERTY_BODY" not in plan.text
+    assert "OTHER_CLASS_BODY" not in plan.text  # another class's `grad` is not the `grad` returned here
+    assert "        self.w = self.add_weight(\n                shape=(units,)," in plan.text
+    assert "        self.w = tf.Variable(1.0)\n" in plan.text
+    assert "    def scale(self):\n        ...\n" in plan.text
+    assert len(prefilter.split_lines(plan.text)) == len(prefilter.split_lines(SKELETON_LAYER))
+    codes = [f.code for f in lint_source(SKELETON_LAYER, "module.py", ALL).findings]
+    assert codes.count("CG004") == 1  # grad reads the weight and takes no `variables=`
+
+
+@pytest.mark.parametrize("name", sorted(UNMOVABLE))
+def test_unmovable_stores_keep_their_method_whole(name: str) -> None:
+    text = _layer_with(UNMOVABLE[name])
+    assert_exact(text)
+    assert "BUILD_BODY" in prefilter.plan(text, MARKERS).text
+
+
+@pytest.mark.parametrize("indent", ["    ", "\t"], ids=["spaces", "tabs"])
+@pytest.mark.parametrize("name", sorted(MOVABLE))
+def test_movable_stores_are_moved(name: str, indent: str) -> None:
+    text = _layer_with(MOVABLE[name], indent)
+    assert_exact(text)
+    assert "BUILD_BODY" not in prefilter.plan(text, MARKERS).text
+
+
 # -- variants ------------------------------------------------------------------------------
 
 def _mutate(text: str, rnd: random.Random) -> str:

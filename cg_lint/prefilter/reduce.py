@@ -1,18 +1,22 @@
 """Gate 3: blank, line for line, the parts of a file the model cannot need.
 
-Every line and column of what is kept stays where it was, so positions need no mapping. What the
-model reads, and so what is kept (``tests/test_prefilter.py`` and ``bench/verify_reduction.py``
+Every line of what is kept stays where it was, and every column except in the method skeletons
+below (whose statements the model never reports on). What the model reads, and so what is kept (``tests/test_prefilter.py`` and ``bench/verify_reduction.py``
 check it against the full model; a rule that reads more must extend this):
 
 - roots: top-level statements (or members of top-level classes) holding a marker or an alias, in
   full; the defs named in their ``return`` values, lambdas or marker-call arguments (grad functions,
-  call-form targets), and the defs named in those defs' returns (grads of call-form targets);
+  call-form targets), and the defs named in those defs' returns (grads of call-form targets): at
+  the top level or, for a method, in its own class (``self.name``), as the model resolves them;
 - call sites: statements naming a function a root defines (methods: within their class);
 - name resolution: every top-level statement binding a name a kept statement mentions, to a
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
   stay whole. Mentions are every word of the kept text (strings and comments included);
-- in kept classes: members that are not defs, hold an import, or define (``self.x = ...``) or are
-  named like (properties, grad methods) a ``self.x`` a kept member reads, to a fixpoint.
+- in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
+  are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
+  ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
+  indentation on its own lines (what ``VariableFinder._class_facts`` reads), or ``...``. Grad
+  methods and call-form targets are full as defs named above.
 """
 
 from __future__ import annotations
@@ -20,12 +24,12 @@ from __future__ import annotations
 import ast
 import bisect
 import re
+from collections.abc import Set
 
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
 _WORD = re.compile(r"\w+")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
-_IMPORT_WORD = re.compile(r"\bimport\b")
 _SELF_ATTR = re.compile(r"\b(?:self|cls)\s*\.\s*(\w+)")
 # `self.x` where it may be assigned (over-approximated): before `=` or `op=`; in a target list
 # (`,` `)` `]` with an `=` later on the line, or on a `for` line); annotated; `with ... as self.x`
@@ -42,13 +46,13 @@ _PER_TEXT: dict[tuple[str, frozenset[str] | None], set[str]] = {}
 _cached_chars = 0
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
-_BLANK, _STUB, _FULL = 0, 1, 2
+_BLANK, _STUB, _FULL, _STORES = 0, 1, 2, 3
 
 
 class _Unit:
     """A top-level statement group, or one member of a top-level class (its body statements)."""
 
-    __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state")
+    __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state", "stores")
 
     def __init__(self, stmts: list[ast.stmt], first: int, last: int, lines: list[str],
                  cls: "_Unit | None" = None) -> None:
@@ -63,6 +67,7 @@ class _Unit:
         if one is not None and isinstance(one, _DEF) and one.body and starts_line(one.body[0], lines):
             self.body_line = first_line(one.body[0])
         self.state = _BLANK
+        self.stores: list[tuple[int, int]] = []  # _STORES: the lines of its `self.x = ...` statements
 
 
 def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], occ: list[int],
@@ -148,6 +153,8 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
         for unit in level:
             for name in _per_text(unit, text, offsets, frozen, referenced) & defs.keys():
                 for d in defs[name]:
+                    if d.cls is not None and d.cls is not unit.cls and d.cls is not unit:
+                        continue  # the model resolves a name to its scope's defs or its own class's methods
                     if depth == 0:
                         callees.setdefault(d.cls, set()).add(name)
                     if d.state != _FULL:
@@ -166,12 +173,18 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
             if unit.state != _FULL and not names.isdisjoint(unit_words(unit)):
                 make_full(unit)
 
-    # inside kept classes: members that are not defs, hold imports, or define/are what kept ones read
+    binders: dict[str, list[_Unit]] = {}
+    for unit in top:
+        for name in _per_text(unit, text, offsets, None, _unit_binds):
+            binders.setdefault(name, []).append(unit)
+
+    # inside kept classes: members that are not defs, or define/are what kept ones read
+    skeletons: list[_Unit] = []
     for unit in top:
         if unit.state != _FULL or not unit.members:
             continue
         for m in unit.members:
-            if not m.is_def or _IMPORT_WORD.search(text, offsets.starts[m.first - 1], offsets.starts[m.last]):
+            if not m.is_def:
                 make_full(m)
         reads: set[str] = set()
         done: set[int] = set()
@@ -183,20 +196,28 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
                     done.add(id(m))
                     reads |= set(_SELF_ATTR.findall(text, offsets.starts[m.first - 1], offsets.starts[m.last]))
             for m in unit.members:
-                if m.state != _FULL and (m.name in reads or _stores(text, offsets, m) & reads):
-                    make_full(m)
-                    changed = True
+                if m.state == _BLANK and (m.name in reads or _stores(text, offsets, m) & reads):
+                    # the model reads a method kept for its name or its stores only for the
+                    # `self.x = ...` assignments (class facts): keep those, unless that is unsafe
+                    stores = _store_lines(m, lines, binders.keys()) if m.is_def and m.body_line else None
+                    if stores is None:
+                        make_full(m)
+                        changed = True
+                    else:
+                        m.state, m.stores = _STORES, stores
+                        skeletons.append(m)
 
     # name resolution: bindings of every name a kept statement mentions, to a fixpoint
-    binders: dict[str, list[_Unit]] = {}
-    for unit in top:
-        for name in _per_text(unit, text, offsets, None, _unit_binds):
-            binders.setdefault(name, []).append(unit)
     seen: set[str] = set()
-    work: list[_Unit] = list(full)
+    work: list[_Unit] = [*full, *skeletons]
     while work:
         unit = work.pop()
-        mentioned = unit_words(unit) if unit.state == _FULL else header_words(unit)
+        if unit.state == _FULL:
+            mentioned = unit_words(unit)
+        elif unit.state == _STORES:
+            mentioned = header_words(unit).union(*(words(a, b) for a, b in unit.stores))
+        else:
+            mentioned = header_words(unit)
         for name in mentioned - seen:
             seen.add(name)
             for other in binders.get(name, ()):
@@ -229,11 +250,20 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
             blank(unit.body_line, unit.last)
             stub_at(unit.body_line)
         elif unit.members:
-            dropped = [m for m in unit.members if m.state != _FULL]
+            dropped = [m for m in unit.members if m.state == _BLANK]
             for m in dropped:
                 blank(m.first, m.last)
             if len(dropped) == len(unit.members):
                 stub_at(unit.body_line)
+            for m in unit.members:
+                if m.state == _STORES:
+                    blank(m.body_line, m.last)
+                    indent = _indent(lines[m.body_line - 1])
+                    for a, b in m.stores:  # each at the body's indentation, on its own lines
+                        out[a - 1] = indent + lines[a - 1].lstrip(" \t\f")
+                        out[a:b] = lines[a:b]
+                    if not m.stores:
+                        stub_at(m.body_line)
     kept = [u for u in top if u.state != _BLANK]
     return "".join(out), sum(len(u.stmts) for u in kept), [u.first for u in kept]
 
@@ -274,6 +304,78 @@ def _referenced(unit: _Unit, spellings: set[str], text: str, offsets: Lines, occ
             if touches(child, interesting):
                 stack.append(child)
     return found
+
+
+def _store_lines(unit: _Unit, lines: list[str], module_names: Set[str]) -> list[tuple[int, int]] | None:
+    """The lines of a method's ``self.x = ...`` statements (nested defs included, nested classes
+    not: what ``VariableFinder._class_facts`` reads) and of the imports in its own scope (which
+    they may resolve through), to be kept at the body's indentation.
+
+    None when that could change what the model sees: such a statement does not start its line or
+    shares a line with another statement, or the method binds (outside its parameters and those
+    imports) a name a kept statement mentions that is also a module-level name; moving the statement
+    out of its block or nested def could change what that name resolves to. (For any other name,
+    the callee names the model reads from these statements are the same local or unbound.)"""
+    func = unit.stmts[0]
+    own = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    own.update(a.arg for a in (func.args.vararg, func.args.kwarg) if a is not None)
+    kept: list[ast.stmt] = []
+    simple: list[tuple[int, int]] = []  # simple statements' lines (compound ones may enclose a store)
+    bound: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(s, False) for s in func.body]  # (node, in a nested def)
+    while stack:
+        node, nested = stack.pop()
+        if isinstance(node, ast.stmt):
+            if not hasattr(node, "body"):
+                simple.append((node.lineno, node.end_lineno or node.lineno))
+            if (isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets)
+                    or isinstance(node, _IMPORT) and not nested):
+                kept.append(node)
+                continue  # what it binds stays bound where it was
+            if isinstance(node, ast.ClassDef):
+                bound.add(node.name)
+                continue
+        bound.update(_bound_here(node))
+        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    kept.sort(key=lambda n: n.lineno)
+    found: list[tuple[int, int]] = []
+    for node in kept:
+        a, b = node.lineno, node.end_lineno or node.lineno
+        if node.col_offset != len(_indent(lines[a - 1])):
+            return None  # after a header (`if x: self.w = ...`) or a `;`
+        if sum(1 for first, last in simple if first <= b and last >= a) > 1:
+            return None  # another statement on these lines
+        found.append((a, b))
+    if not any(isinstance(n, ast.Assign) for n in kept):
+        return []  # imports alone tell the model nothing
+    mentioned = set().union(*(_WORD.findall("".join(lines[a - 1:b])) for a, b in found))
+    if not module_names.isdisjoint((bound - own) & mentioned):
+        return None
+    return found
+
+
+def _is_self_attr(target: ast.expr) -> bool:
+    return isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+
+
+def _bound_here(node: ast.AST) -> list[str]:
+    """Names ``node`` itself binds (not its children)."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.name]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [node.asname or node.name.split(".")[0]]
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return list(node.names)
+    return [v for v in (getattr(node, "name", None), getattr(node, "rest", None)) if isinstance(v, str)]
+
+
+def _indent(line: str) -> str:
+    return line[:len(line) - len(line.lstrip(" \t\f"))]
 
 
 def _stores(text: str, offsets: Lines, unit: _Unit) -> set[str]:
