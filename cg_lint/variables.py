@@ -254,24 +254,32 @@ class VariableFinder:
         variables: set[str] = set()
         layers: set[str] = set()
         other: set[str] = set()
-        for node in _walk_class(cls):
-            if type(node) is not cst.Assign:
-                continue
-            for target in node.targets:
-                t = target.target
-                if type(t) is cst.Attribute and _is_name(t.value, "self"):
-                    attr = t.attr.value
-                    if self.is_variable_value(node.value, receiver_self=False):
-                        variables.add(attr)
-                    elif self.is_layer_value(node.value):
-                        layers.add(attr)
-                    elif not (type(node.value) is cst.Name and node.value.value == "None"):
-                        other.add(attr)
+        for attr, value in self._self_assignments(cls):
+            if self.is_variable_value(value, receiver_self=False):
+                variables.add(attr)
+            elif self.is_layer_value(value):
+                layers.add(attr)
+            elif not (type(value) is cst.Name and value.value == "None"):
+                other.add(attr)
         if self._is_keras_layer_subclass(cls):
             variables |= INHERITED_WEIGHTS - other - layers
         facts = _ClassFacts(variables, layers - variables)
         self._classes[id(cls)] = facts
         return facts
+
+    def _self_assignments(self, cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
+        """Every ``self.x = value`` in the class's methods (nested classes excluded); walked once per
+        file, as both finders (forward and grad) ask."""
+        key = ("self_assignments", id(cls))
+        found = self.ix.memo.get(key)
+        if found is None:
+            found = self.ix.memo[key] = [
+                (target.target.attr.value, node.value)
+                for node in _walk_class(cls) if type(node) is cst.Assign
+                for target in node.targets
+                if type(target.target) is cst.Attribute and _is_name(target.target.value, "self")
+            ]
+        return found  # type: ignore[return-value]
 
     def _is_keras_layer_subclass(self, cls: cst.ClassDef) -> bool:
         """A subclass of a built-in Keras layer with weights (``kernel`` etc. come from it)."""

@@ -24,6 +24,9 @@ DEEP = {
     "brackets": "y = f(" + "[" * 5000 + "]" * 5000 + ")\n",
     "unary": "y = f(" + "-" * 9000 + "1)\n",
     "attributes": "y = f(a" + ".b" * 9000 + ")\n",
+    # inside blocks of a class the file keeps: the guard descends through statements too
+    "in a method's blocks": ("class A:\n    def m(self, x):\n        if x:\n            for i in x:\n"
+                             "                y = f(1" + " + 1" * 9000 + ")\n        return f(x)\n"),
 }
 
 

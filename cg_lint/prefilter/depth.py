@@ -36,7 +36,10 @@ def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
             return True
-        if isinstance(node, ast.expr):
+        if isinstance(node, ast.stmt):  # nested blocks, like nested expressions, take characters
+            if depth + lines.end_of(node.end_lineno or node.lineno) - lines.starts[first_line(node) - 1] <= MAX_DEPTH:
+                continue
+        elif isinstance(node, ast.expr):
             if node.end_lineno == node.lineno:
                 size = (node.end_col_offset or 0) - node.col_offset  # bytes >= characters
             else:

@@ -180,6 +180,14 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
 
     # inside kept classes: members that are not defs, or define/are what kept ones read
     skeletons: list[_Unit] = []
+    stores_of: dict[int, set[str]] = {}
+
+    def stored(unit: _Unit) -> set[str]:
+        found = stores_of.get(id(unit))
+        if found is None:
+            found = stores_of[id(unit)] = _stores(text, offsets, unit)
+        return found
+
     for unit in top:
         if unit.state != _FULL or not unit.members:
             continue
@@ -196,7 +204,8 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
                     done.add(id(m))
                     reads |= set(_SELF_ATTR.findall(text, offsets.starts[m.first - 1], offsets.starts[m.last]))
             for m in unit.members:
-                if m.state == _BLANK and (m.name in reads or _stores(text, offsets, m) & reads):
+                if m.state == _BLANK and (m.name in reads or not unit_words(m).isdisjoint(reads)
+                                          and not stored(m).isdisjoint(reads)):
                     # the model reads a method kept for its name or its stores only for the
                     # `self.x = ...` assignments (class facts): keep those, unless that is unsafe
                     stores = _store_lines(m, lines, binders.keys()) if m.is_def and m.body_line else None
@@ -317,27 +326,24 @@ def _store_lines(unit: _Unit, lines: list[str], module_names: Set[str]) -> list[
     out of its block or nested def could change what that name resolves to. (For any other name,
     the callee names the model reads from these statements are the same local or unbound.)"""
     func = unit.stmts[0]
-    own = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
-    own.update(a.arg for a in (func.args.vararg, func.args.kwarg) if a is not None)
     kept: list[ast.stmt] = []
+    moved: set[int] = set()  # kept statements of nested defs: they leave their scope
     simple: list[tuple[int, int]] = []  # simple statements' lines (compound ones may enclose a store)
-    bound: set[str] = set()
-    stack: list[tuple[ast.AST, bool]] = [(s, False) for s in func.body]  # (node, in a nested def)
+    stack: list[tuple[ast.stmt, bool]] = [(s, False) for s in func.body]  # (statement, in a nested def)
     while stack:
         node, nested = stack.pop()
-        if isinstance(node, ast.stmt):
-            if not hasattr(node, "body"):
-                simple.append((node.lineno, node.end_lineno or node.lineno))
-            if (isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets)
-                    or isinstance(node, _IMPORT) and not nested):
-                kept.append(node)
-                continue  # what it binds stays bound where it was
-            if isinstance(node, ast.ClassDef):
-                bound.add(node.name)
-                continue
-        bound.update(_bound_here(node))
-        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if (isinstance(node, ast.Assign) and any(_is_self_attr(t) for t in node.targets)
+                or isinstance(node, _IMPORT) and not nested):
+            kept.append(node)
+            if nested:
+                moved.add(id(node))
+        if not hasattr(node, "body"):
+            simple.append((node.lineno, node.end_lineno or node.lineno))
+        elif not isinstance(node, ast.ClassDef):
+            inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            stack.extend((child, inner) for child in _child_statements(node))
+    if not any(isinstance(n, ast.Assign) for n in kept):
+        return []  # imports alone tell the model nothing
     kept.sort(key=lambda n: n.lineno)
     found: list[tuple[int, int]] = []
     for node in kept:
@@ -347,12 +353,48 @@ def _store_lines(unit: _Unit, lines: list[str], module_names: Set[str]) -> list[
         if sum(1 for first, last in simple if first <= b and last >= a) > 1:
             return None  # another statement on these lines
         found.append((a, b))
-    if not any(isinstance(n, ast.Assign) for n in kept):
-        return []  # imports alone tell the model nothing
     mentioned = set().union(*(_WORD.findall("".join(lines[a - 1:b])) for a, b in found))
-    if not module_names.isdisjoint((bound - own) & mentioned):
-        return None
-    return found
+    risky = mentioned & module_names
+    if not risky:
+        return found
+    # a kept statement binds only in the scope it stays in, unless it leaves a nested def
+    in_place = [n for n in kept if id(n) not in moved]
+    if not moved:
+        covered = {i for a, b in found for i in range(a, b + 1)}
+        rest = set(_WORD.findall("".join(line for i, line in enumerate(lines[unit.body_line - 1:unit.last],
+                                                                          unit.body_line) if i not in covered)))
+        if rest.isdisjoint(risky):
+            return found  # nothing else in the body even names them
+    return None if risky & _bindings(func, in_place) else found
+
+
+def _child_statements(node: ast.stmt) -> list[ast.stmt]:
+    out: list[ast.stmt] = []
+    for field in ("body", "orelse", "finalbody"):
+        out.extend(getattr(node, field, ()))
+    for clause in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+        out.extend(clause.body)
+    return out
+
+
+def _bindings(func: ast.FunctionDef | ast.AsyncFunctionDef, kept: list[ast.stmt]) -> set[str]:
+    """Names bound in a method's body (nested scopes included, its parameters not), outside the
+    statements of ``kept`` (which bind where they did)."""
+    skip = {id(n) for n in kept}
+    own = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    own.update(a.arg for a in (func.args.vararg, func.args.kwarg) if a is not None)
+    bound: set[str] = set()
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ClassDef):
+            bound.add(node.name)
+            continue
+        bound.update(_bound_here(node))
+        stack.extend(ast.iter_child_nodes(node))
+    return bound - own
 
 
 def _is_self_attr(target: ast.expr) -> bool:
