@@ -1,8 +1,9 @@
 """Gate 3: blank, line for line, the parts of a file the model cannot need.
 
 Every line of what is kept stays where it was, and every column except in the method skeletons
-below (whose statements the model never reports on). What the model reads, and so what is kept (``tests/test_prefilter.py`` and ``bench/verify_reduction.py``
-check it against the full model; a rule that reads more must extend this):
+below (whose statements the model never reports on). What the model reads, and so what is kept
+(``tests/test_prefilter.py`` and ``bench/verify_reduction.py`` check it against the full model; a
+rule that reads more must extend this):
 
 - roots: top-level statements (or members of top-level classes) holding a marker or an alias, in
   full; the defs named in their ``return`` values, lambdas or marker-call arguments (grad functions,
@@ -413,6 +414,7 @@ def _bound_here(node: ast.AST) -> list[str]:
         return [node.asname or node.name.split(".")[0]]
     if isinstance(node, (ast.Global, ast.Nonlocal)):
         return list(node.names)
+    # a class, `except ... as name`, match patterns
     return [v for v in (getattr(node, "name", None), getattr(node, "rest", None)) if isinstance(v, str)]
 
 
@@ -441,25 +443,10 @@ def _binds(stmt: ast.stmt) -> set[str]:
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.Name):
-            if not isinstance(node.ctx, ast.Load):
-                out.add(node.id)
-            continue
-        if isinstance(node, _DEF):
-            out.add(node.name)
-            continue
-        if isinstance(node, ast.Lambda):
-            continue
-        if isinstance(node, ast.alias):
-            out.add(node.asname or node.name.split(".")[0])
-            continue
-        for attr in ("name", "rest"):  # except-as, match patterns
-            value = getattr(node, attr, None)
-            if isinstance(value, str):
-                out.add(value)
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            out.update(node.names)
-        stack.extend(ast.iter_child_nodes(node))
+        out.update(_bound_here(node))
+        # a def or class binds only its name here; a lambda binds nothing outside itself
+        if not isinstance(node, (ast.Name, ast.alias, ast.Lambda, *_DEF)):
+            stack.extend(ast.iter_child_nodes(node))
     return out
 
 
