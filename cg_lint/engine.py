@@ -11,6 +11,7 @@ import libcst as cst
 from cg_lint.builder import FileIndex, ModelBuilder
 from cg_lint.config import Settings
 from cg_lint.findings import FileError, FileResult, Finding
+from cg_lint.gc_pause import gc_paused
 from cg_lint.sources import decode
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
@@ -38,7 +39,12 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     hands libcst the whole text of every substring candidate (the reference the prefilter is tested
     against). ``parse_cache``: reuse the top-level statements parsed by earlier calls in this
     process (cg_lint.parse_cache; for editors, which re-lint a file on every save)."""
-    settings = settings or Settings()
+    with gc_paused():
+        return _lint_source(source, path, settings or Settings(), apply_noqa, tree, reduce, parse_cache)
+
+
+def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa: bool,
+                 tree: ast.Module | None, reduce: bool, parse_cache: bool) -> FileResult:
     result = FileResult(path)
     if not might_contain(source, settings):
         return result

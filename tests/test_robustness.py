@@ -112,3 +112,20 @@ def test_flake8_plugin_prefilter_honours_configured_names(tmp_path: Path) -> Non
     configured = subprocess.run([*base, "--cg-decorators", "mylib.wrappers.my_cg"],
                                 capture_output=True, text=True, env=_env(), timeout=120)
     assert configured.returncode == 1 and "CG001" in configured.stdout, configured.stdout + configured.stderr
+
+
+def test_the_collector_is_left_as_it_was_found(tmp_path: Path) -> None:
+    """Linting holds the cyclic collector per file; a host process (flake8) must get it back as it
+    was, whether the file linted, failed to parse or hit an internal limit."""
+    import gc
+
+    sources = [HEAD + "y = 1\n", HEAD + "def broken(:\n", HEAD + DEEP["in a method's blocks"]]
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            for source in sources:
+                lint_source(source, "x.py", Settings())
+                assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
