@@ -88,7 +88,12 @@ class Excluder:
         cleaned = [p.rstrip("/") for p in patterns if p.rstrip("/")]
         names = [fnmatch.translate(p) for p in cleaned if "/" not in p]
         paths = []
+        # a pattern without "/" is matched against each component only: matching it against the
+        # relative path too would exclude everything under a top-level folder named explicitly, and
+        # cost every entry of a walk a relative-path computation
         for p in cleaned:
+            if "/" not in p:
+                continue
             paths += [fnmatch.translate(p), fnmatch.translate(p + "/*")]
             if p.startswith("**/"):
                 paths.append(fnmatch.translate(p[3:]))

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from cg_lint.config import Settings
+from cg_lint.config import Excluder, Settings
 from cg_lint.findings import FileError
 
 
@@ -24,14 +24,49 @@ def iter_files(paths: list[str], settings: Settings, force_exclude: bool = False
         if path.is_file():
             yield raw
             continue
-        for folder, dirs, files in os.walk(raw):
-            dirs[:] = sorted(
-                d for d in dirs
-                if not excluder.entry_excluded(os.path.join(folder, d), d)
-                and not os.path.exists(os.path.join(folder, d, "pyvenv.cfg"))
-            )
-            for name in sorted(files):
-                if name.endswith((".py", ".pyi")):
-                    full = os.path.join(folder, name)
-                    if not excluder.entry_excluded(full, name):
-                        yield full
+        yield from _walk(raw, excluder)
+
+
+def _walk(top: str, excluder: Excluder) -> Iterator[str]:
+    """Like ``os.walk`` top-down in sorted order (a folder's files, then its subfolders), but one
+    ``scandir`` per folder and no other system call: symlinked folders are not entered (``os.walk``
+    checks each folder with ``lstat``), and a virtualenv is recognised from its own listing (its
+    ``pyvenv.cfg``), not by a ``stat`` from its parent. Unreadable folders are skipped, as
+    ``os.walk`` does."""
+    stack = [(top, _listing(top))]
+    while stack:
+        folder, entries = stack.pop()
+        if entries is None:
+            continue
+        files: list[str] = []
+        dirs: list[tuple[str, list[os.DirEntry] | None]] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if name.endswith((".py", ".pyi")) and not excluder.entry_excluded(entry.path, name):
+                    files.append(name)
+            elif not entry.is_symlink() and not excluder.entry_excluded(entry.path, name):
+                listing = _listing(entry.path)
+                if listing is None or not any(e.name == "pyvenv.cfg" and _exists(e) for e in listing):
+                    dirs.append((name, listing))
+        for name in sorted(files):
+            yield os.path.join(folder, name)
+        dirs.sort(reverse=True)
+        stack.extend((os.path.join(folder, name), listing) for name, listing in dirs)
+
+
+def _listing(folder: str) -> list[os.DirEntry] | None:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError:
+        return None
+
+
+def _exists(entry: os.DirEntry) -> bool:
+    """``os.path.exists`` of an entry: a dangling symlink does not count."""
+    return not entry.is_symlink() or os.path.exists(entry.path)
