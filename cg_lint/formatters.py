@@ -6,7 +6,6 @@ too; their codes (CG1xx) are not in the rule registry and get a generic SARIF de
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -59,6 +58,8 @@ def format_findings(findings: Sequence[Finding], fmt: str, sources: Mapping[str,
     (default error), for SARIF and GitHub.
     """
     levels = levels or {}
+    if fmt in ("json", "sarif"):
+        import json  # ~5 ms at start-up that the text formats do not need
     if fmt == "json":
         return json.dumps([f.to_json() for f in findings], indent=2) + "\n"
     if fmt == "sarif":
