@@ -143,43 +143,35 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
         deadline = time.monotonic() + IMPORT_TIMEOUT
         ended = False
         while not ended:
+            lost: tuple[str, str, str, str, str] | None = None  # how the child was lost, if it was
             try:
                 line = child.lines.get(timeout=max(0.05, deadline - time.monotonic()))
             except queue.Empty:
                 if time.monotonic() < deadline:
                     continue
                 child.kill()
-                if current_id is not None:
-                    _fail_entry(result, current_id, "timeout", "CG120",
-                                f"did not finish within {timeout:g} s (timed out; the process was stopped)")
-                    skip_ids.add(current_id)
-                    progress.done += 1
-                elif current_unit is not None:
-                    _module_finding(result, units[current_unit], "CG122",
-                                    f"importing module '{units[current_unit].module}' did not finish within "
-                                    f"{IMPORT_TIMEOUT:g} s")
-                    finished_units.add(current_unit)
-                else:
-                    result.errors.append(f"runtime-check: error: the checker process did not start within "
-                                         f"{IMPORT_TIMEOUT:g} s")
-                    return result
-                break
-            if line is None:  # the child exited
-                returncode = child.process.wait()
-                if current_id is not None:
-                    _fail_entry(result, current_id, "crash", "CG121",
-                                f"crashed the process ({_signal_name(returncode)})")
-                    skip_ids.add(current_id)
-                    progress.done += 1
-                elif current_unit is not None:
-                    _module_finding(result, units[current_unit], "CG122",
-                                    f"importing module '{units[current_unit].module}' crashed the process "
-                                    f"({_signal_name(returncode)})")
-                    finished_units.add(current_unit)
-                else:
+                lost = ("timeout", "CG120", f"did not finish within {timeout:g} s (timed out; the process was stopped)",
+                        f"did not finish within {IMPORT_TIMEOUT:g} s",
+                        f"the checker process did not start within {IMPORT_TIMEOUT:g} s")
+            else:
+                if line is None:  # the child exited
+                    how = _signal_name(child.process.wait())
                     tail = next((ln for ln in reversed(child.stderr) if ln.strip()), "")
-                    result.errors.append(f"runtime-check: error: the checker process exited early "
-                                         f"({_signal_name(returncode)}): {tail}")
+                    lost = ("crash", "CG121", f"crashed the process ({how})", f"crashed the process ({how})",
+                            f"the checker process exited early ({how}): {tail}")
+            if lost is not None:
+                # blame what was running: a function, else the import of a module, else the start
+                status, code, function_message, import_message, start_message = lost
+                if current_id is not None:
+                    _fail_entry(result, current_id, status, code, function_message)
+                    skip_ids.add(current_id)
+                    progress.done += 1
+                elif current_unit is not None:
+                    _module_finding(result, units[current_unit], "CG122",
+                                    f"importing module '{units[current_unit].module}' {import_message}")
+                    finished_units.add(current_unit)
+                else:
+                    result.errors.append(f"runtime-check: error: {start_message}")
                     return result
                 break
             try:

@@ -129,6 +129,40 @@ def test_module_that_fails_to_import_is_one_finding(main_run):
     assert "Traceback" not in finding["message"]
 
 
+ABORTS_AT_IMPORT = """\
+import os
+
+import tensorflow as tf
+
+os.abort()
+
+
+@tf.custom_gradient
+def never_reached(x):
+    return x, lambda dy: dy
+"""
+ONE_GRADIENT_FOR_TWO = """\
+import tensorflow as tf
+
+
+@tf.custom_gradient
+def scaled(x, w):
+    return x * w, lambda dy: dy * w
+"""
+
+
+def test_module_that_crashes_while_importing_is_one_finding_and_the_next_module_is_checked(tmp_path: Path, cli):
+    (tmp_path / "aborts_at_import.py").write_text(ABORTS_AT_IMPORT)
+    (tmp_path / "later.py").write_text(ONE_GRADIENT_FOR_TWO)
+    completed = cli("--format", "concise", ".", cwd=tmp_path)
+    assert completed.returncode == 1, completed.stderr
+    lines = completed.stdout.splitlines()
+    assert lines[0] == ("aborts_at_import.py:1:1: CG122 importing module 'aborts_at_import' crashed the process "
+                        "(signal SIGABRT)")
+    assert lines[1].startswith("later.py:5:5: CG003 'scaled': grad returns 1 gradient(s) for 2 input(s)")
+    assert len(lines) == 2 and "Traceback" not in completed.stderr
+
+
 def test_opt_in_checks(opt_in_run):
     results, _ = opt_in_run
     assert results.completed.returncode == 1, results.completed.stderr[-2000:]
