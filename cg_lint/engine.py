@@ -91,7 +91,9 @@ def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa:
     try:
         result.findings = _run_rules(module, text, path, settings, starts, parse_text, members, line_map)
     except RecursionError:
-        result.error = FileError(path, "cannot analyse: nesting too deep")
+        # the prefilter already turned away code nested deeper than the analysis can follow, so
+        # this is a cycle the analysis did not guard (a name bound from itself, say): ours to fix
+        result.error = FileError(path, "internal error: the analysis recursed too deeply (please report this)")
         return result
     except Exception as e:  # never a traceback: the run goes on, the file is reported
         result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))

@@ -224,6 +224,7 @@ class Tensors:
             self.roots.setdefault(id(genv), set()).update(p.name for p in grad.upstream)
         self._memo: dict[int, bool] = {}
         self._active: set[int] = set()
+        self._single_active: set[int] = set()
         self._order: dict[int, int] | None = None
 
     # -- public ---------------------------------------------------------------------------
@@ -252,14 +253,27 @@ class Tensors:
                 return False
             env, values, is_root = found
             if values:
-                return all(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef))
-                           and self.is_single_tensor(v) for v in values) and self.is_tensor(expr)
+                return all(self._single_value(v) for v in values) and self.is_tensor(expr)
             return is_root
         if type(expr) in (cst.BinaryOperation, cst.UnaryOperation):
             return self.is_tensor(expr)
         if type(expr) is cst.Subscript:
             return self.is_single_tensor(expr.value) and self.is_tensor(expr)
         return False
+
+    def _single_value(self, value: object) -> bool:
+        """One binding of a name, for ``is_single_tensor``. A binding already being evaluated
+        (``x = x[1:]``) adds no fact, as in ``_name``: the other bindings and ``is_tensor`` decide."""
+        if isinstance(value, (Unknown, cst.FunctionDef, cst.ClassDef)):
+            return False
+        key = id(value)
+        if key in self._single_active:
+            return True
+        self._single_active.add(key)
+        try:
+            return self.is_single_tensor(value)
+        finally:
+            self._single_active.discard(key)
 
     # -- evaluation -----------------------------------------------------------------------
     def _eval(self, expr: cst.BaseExpression) -> bool:

@@ -129,3 +129,37 @@ def test_the_collector_is_left_as_it_was_found(tmp_path: Path) -> None:
                 assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+# names bound from themselves, then used as rules inspect them (found on sympy by the stress crawl:
+# `x = x[1:]` then `for r in x` recursed until the interpreter's limit and lost the whole file)
+REBINDS = ["x = x[1:]", "x = x + 1.0", "x = tf.abs(x)", "x = [x]", "x = (x, x)", "x, y = y, x", "x = x.T",
+           "x = -x", "x = x if y else x[0]", "x = (x := x[0])", "x = x * x[0]", "y = x\nx = y[1:]",
+           "x = y[0]\ny = x[1:]", "x = list(x)", "x = [v for v in x]", "x = x[0], x[1]", "x, = x",
+           "x = len(x)", "x = x or y", "x = not x", "x = x[::-1][0]", "y = (x, y)[0][1:]\nx = y"]
+USES = ["for r in x:\n    pass", "if x:\n    pass", "z = len(x)", "z = float(x)", "z = x.numpy()",
+        "z = tf.cond(x > 0, lambda: x, lambda: y)", "while x:\n    break", "z = range(x)",
+        "z = [r for r in x]", "z = np.sum(x)", "assert x"]
+
+
+def _indent(code: str, spaces: int) -> str:
+    return "".join(" " * spaces + line + "\n" for line in code.splitlines())
+
+
+@pytest.mark.parametrize("in_grad", [False, True], ids=["forward", "grad"])
+def test_names_rebound_from_themselves_are_analysed(in_grad: bool) -> None:
+    settings = Settings(select=("ALL",))
+    lost = []
+    for rebind in REBINDS:
+        for use in USES:
+            body = rebind + "\n" + use
+            if in_grad:
+                inner = "def grad(dy):\n" + _indent(body + "\nreturn dy, dy", 4) + "return x, grad"
+            else:
+                inner = body + "\nreturn x, lambda dy: (dy, dy)"
+            source = ("import numpy as np\nimport tensorflow as tf\n\n@tf.custom_gradient\ndef f(x, y):\n"
+                      + _indent(inner, 4))
+            result = lint_source(source, "rebound.py", settings)
+            if result.error is not None or not result.parsed:
+                lost.append((rebind, use, result.error))
+    assert lost == []

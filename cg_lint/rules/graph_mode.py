@@ -407,6 +407,18 @@ def f(x, n):
         x = tf.identity(x)
     return x, lambda dy: (dy, None)
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def rest_sum(x):
+    parts = tf.unstack(x, num=4)
+    parts = parts[1:]  # rebound from itself: still a Python list of tensors
+    total = tf.zeros_like(parts[0])
+    for part in parts:
+        total += part
+    return total, lambda dy: tf.concat([tf.zeros_like(dy[None]), tf.stack([dy] * 3)], 0)
+""",
     )
     INVALID = (
         """
@@ -455,6 +467,18 @@ def f(x):
     def grad(dy):
         return [g * 2.0 for g in dy * y]  # expect: CG010
     return y, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def tail_sum(x):
+    h = x * 2.0
+    h = h[1:]  # rebound from itself: still one tensor
+    total = 0.0
+    for row in h:  # expect: CG010
+        total += row
+    return total, lambda dy: dy * tf.concat([[0.0], tf.fill(tf.shape(h), 2.0)], 0)
 """,
     )
 
