@@ -27,19 +27,20 @@ def iter_files(paths: list[str], settings: Settings, force_exclude: bool = False
         yield from _walk(raw, excluder)
 
 
-def _walk(top: str, excluder: Excluder) -> Iterator[str]:
+def _walk(top: str, excluder: Excluder) -> Iterator[str | FileError]:
     """Like ``os.walk`` top-down in sorted order (a folder's files, then its subfolders), but one
     ``scandir`` per folder and no other system call: symlinked folders are not entered (``os.walk``
     checks each folder with ``lstat``), and a virtualenv is recognised from its own listing (its
-    ``pyvenv.cfg``), not by a ``stat`` from its parent. Unreadable folders are skipped, as
-    ``os.walk`` does."""
+    ``pyvenv.cfg``), not by a ``stat`` from its parent. A folder that cannot be listed is reported,
+    where ``os.walk`` would skip it without a word."""
     stack = [(top, _listing(top))]
     while stack:
         folder, entries = stack.pop()
-        if entries is None:
+        if isinstance(entries, OSError):
+            yield FileError(folder, f"cannot read folder: {entries.strerror or entries}")
             continue
         files: list[str] = []
-        dirs: list[tuple[str, list[os.DirEntry] | None]] = []
+        dirs: list[tuple[str, list[os.DirEntry] | OSError]] = []
         for entry in entries:
             name = entry.name
             try:
@@ -51,20 +52,20 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str]:
                     files.append(name)
             elif not entry.is_symlink() and not excluder.entry_excluded(entry.path, name):
                 listing = _listing(entry.path)
-                if listing is None or not any(e.name == "pyvenv.cfg" and _exists(e) for e in listing):
+                if isinstance(listing, OSError) or not any(e.name == "pyvenv.cfg" and _exists(e) for e in listing):
                     dirs.append((name, listing))
         for name in sorted(files):
             yield os.path.join(folder, name)
-        dirs.sort(reverse=True)
+        dirs.sort(reverse=True, key=lambda pair: pair[0])
         stack.extend((os.path.join(folder, name), listing) for name, listing in dirs)
 
 
-def _listing(folder: str) -> list[os.DirEntry] | None:
+def _listing(folder: str) -> list[os.DirEntry] | OSError:
     try:
         with os.scandir(folder) as it:
             return list(it)
-    except OSError:
-        return None
+    except OSError as e:
+        return e
 
 
 def _exists(entry: os.DirEntry) -> bool:

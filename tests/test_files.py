@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from cg_lint.config import Excluder, Settings
 from cg_lint.files import iter_files
+from cg_lint.findings import FileError
 
 
 def _tree(root: Path, files: list[str]) -> None:
@@ -61,3 +64,51 @@ def test_patterns_with_a_slash_match_the_path_from_the_root_and_names_match_any_
     assert not excluder.excluded(str(tmp_path / "pkg/model_pb2_test.py"))
     assert excluder.entry_excluded(str(tmp_path / "src/generated"), "generated")
     assert not excluder.entry_excluded(str(tmp_path / "lib/generated"), "generated")
+
+
+def _deep_folder(root: Path, levels: int, name_length: int = 200) -> str:
+    """Nested folders whose full path exceeds PATH_MAX (4,096 on Linux), made relative to an open
+    folder, as a tool with a long checkout path meets them; returns the first level's name."""
+    fd = os.open(root, os.O_RDONLY)
+    first = "d" * name_length
+    try:
+        for level in range(levels):
+            name = f"{level:03d}" + "d" * (name_length - 3) if level else first
+            os.mkdir(name, dir_fd=fd)
+            inner = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        with open(os.open("lost.py", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "w") as fh:
+            fh.write("x = 1\n")
+    finally:
+        os.close(fd)
+    return first
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PATH_MAX of Linux")
+def test_a_folder_that_cannot_be_listed_is_reported_and_the_walk_goes_on(tmp_path):
+    _tree(tmp_path, ["a.py", "z.py"])
+    first = _deep_folder(tmp_path, levels=24)
+    try:
+        found = list(iter_files([str(tmp_path)], Settings(root=str(tmp_path))))
+        paths = [os.path.relpath(p, tmp_path) for p in found if isinstance(p, str)]
+        errors = [e for e in found if isinstance(e, FileError)]
+        assert paths == ["a.py", "z.py"]
+        (error,) = errors
+        assert error.message == "cannot read folder: File name too long"
+        assert error.path.startswith(str(tmp_path / first)) and len(error.path) > 4096
+    finally:
+        shutil.rmtree(tmp_path / first)  # by file descriptors: the path is too long for a name
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any folder")
+def test_a_folder_without_read_permission_is_reported(tmp_path):
+    _tree(tmp_path, ["a.py", "locked/b.py"])
+    (tmp_path / "locked").chmod(0)
+    try:
+        found = list(iter_files([str(tmp_path)], Settings(root=str(tmp_path))))
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert [p for p in found if isinstance(p, str)] == [str(tmp_path / "a.py")]
+    assert [(e.path, e.message) for e in found if isinstance(e, FileError)] == [
+        (str(tmp_path / "locked"), "cannot read folder: Permission denied")]
