@@ -52,7 +52,7 @@ class FileIndex:
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
         self._aliases: dict[tuple[str, ...], set[str]] = {}
-        self.memo: dict[object, object] = {}  # per-file results of analyses that several rules share
+        self.memo: dict[object, object] = {}  # per-file results several analyses and rules share (LintContext.cache)
         self._qualnames: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
         self._owners: dict[int, tuple[cst.CSTNode, cst.CSTNode | None]] = {}
         self._index()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
@@ -24,8 +24,12 @@ class LintContext:
     index: FileIndex
     builder: ModelBuilder
     records: list[CustomGradient]
-    # analyses several rules share, computed once per file (e.g. tensor facts per custom gradient)
-    cache: dict = field(default_factory=dict)
+
+    @property
+    def cache(self) -> dict[object, object]:
+        """Analyses several rules share, computed once per file (e.g. tensor facts per custom
+        gradient): the index's memo, which the analyses below the rules use too."""
+        return self.index.memo
 
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         return self.index.position(node)
