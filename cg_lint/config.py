@@ -68,7 +68,8 @@ class Settings:
         return excluder(self.exclude + self.extend_exclude, self.root)
 
     def is_excluded(self, path: str) -> bool:
-        """Whether any component of ``path`` (relative to the config root) matches an exclude."""
+        """Whether an exclude matches ``path``: one without ``/`` any of its components, one with
+        ``/`` its path relative to the config root (see ``Excluder``)."""
         return self.excluder().excluded(path)
 
     def markers(self) -> tuple[str, ...]:
@@ -80,8 +81,8 @@ class Settings:
 class Excluder:
     """Exclude patterns compiled once: a walk asks per entry, so this is on the hot path.
 
-    A pattern matches a path component (``build``, ``*_pb2.py``) or the path relative to the config
-    root, like ``src/generated`` or ``**/fixtures``.
+    A pattern without ``/`` matches any path component (``build``, ``*_pb2.py``); one with ``/``
+    matches the path relative to the config root, like ``src/generated`` or ``**/fixtures``.
     """
 
     def __init__(self, patterns: tuple[str, ...], root: str) -> None:

@@ -23,11 +23,16 @@ def too_deep(stmts: list[ast.stmt], text: str, lines: Lines) -> int:
     concatenation (``"a" "b" "c"``); both are counted.
     """
     for stmt in stmts:
-        if lines.end_of(stmt.end_lineno or stmt.lineno) - lines.starts[first_line(stmt) - 1] < MAX_DEPTH:
+        if _chars(stmt, lines) < MAX_DEPTH:
             continue  # most statements: too short to nest that deep, not worth a walk
         if _too_deep(stmt, text, lines):
             return stmt.lineno
     return 0
+
+
+def _chars(stmt: ast.stmt, lines: Lines) -> int:
+    """Characters from a statement's first line (decorators included) to the end of its last."""
+    return lines.end_of(stmt.end_lineno or stmt.lineno) - lines.starts[first_line(stmt) - 1]
 
 
 def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
@@ -37,7 +42,7 @@ def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
         if depth > MAX_DEPTH:
             return True
         if isinstance(node, ast.stmt):  # nested blocks, like nested expressions, take characters
-            if depth + lines.end_of(node.end_lineno or node.lineno) - lines.starts[first_line(node) - 1] <= MAX_DEPTH:
+            if depth + _chars(node, lines) <= MAX_DEPTH:
                 continue
         elif isinstance(node, ast.expr):
             if node.end_lineno == node.lineno:
