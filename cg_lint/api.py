@@ -10,6 +10,7 @@ from cg_lint import prefilter
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
 from cg_lint.findings import FileError, Finding
+from cg_lint.form_feeds import strip_form_feeds
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ def find_custom_gradients(source: str, path: str, settings: Settings | None = No
     if plan.skip or plan.error is not None:
         return []
     try:
-        module = cst.parse_module(source)
-        ctx = build_context(module, source, path, settings)
+        parse_text, shifts = strip_form_feeds(source)  # see cg_lint.form_feeds
+        module = cst.parse_module(parse_text)
+        ctx = build_context(module, source, path, settings, column_shifts=shifts)
     except (cst.ParserSyntaxError, RecursionError):
         return []
     return [

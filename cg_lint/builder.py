@@ -35,7 +35,7 @@ class FileIndex:
     def __init__(self, module: cst.Module, module_name: str | None, is_package: bool,
                  extra_names: frozenset[str], statement_starts: list[int] | None = None,
                  source_lines: list[str] | None = None, member_starts: dict[int, list[int]] | None = None,
-                 line_map: list[int] | None = None) -> None:
+                 line_map: list[int] | None = None, column_shifts: dict[int, int] | None = None) -> None:
         """``statement_starts`` (first line of each top-level statement, from the ``ast``) and
         ``source_lines`` (the parsed text, split with line endings) let positions be computed per
         statement (``member_starts``: per member of top-level classes, keyed by the class's first
@@ -49,6 +49,8 @@ class FileIndex:
         self.nodes: list[cst.CSTNode] = []
         self._positions = LazyRanges(module, statement_starts, source_lines, member_starts)
         self._line_map = line_map  # parsed line -> the file's line (empty lines were not parsed)
+        # parsed line -> characters removed from its start before parsing (cg_lint.form_feeds)
+        self._shifts = column_shifts or {}
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
         self._aliases: dict[tuple[str, ...], set[str]] = {}
@@ -241,11 +243,11 @@ class FileIndex:
     def position(self, node: cst.CSTNode) -> tuple[int, int]:
         """1-based line and column of a node's start."""
         rng = self._range(node)
-        return (1, 1) if rng is None else (self._line(rng[0]), rng[1] + 1)
+        return (1, 1) if rng is None else (self._line(rng[0]), rng[1] + 1 + self._shifts.get(rng[0], 0))
 
     def end_position(self, node: cst.CSTNode) -> tuple[int, int]:
         rng = self._range(node)
-        return (1, 1) if rng is None else (self._line(rng[2]), rng[3] + 1)
+        return (1, 1) if rng is None else (self._line(rng[2]), rng[3] + 1 + self._shifts.get(rng[2], 0))
 
     def _line(self, parsed: int) -> int:
         line_map = self._line_map

@@ -13,7 +13,7 @@ from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settin
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.runner import lint_paths
-from cg_lint.sources import lines_of, read_lines
+from cg_lint.sources import lines_of, read_lines, split_lines
 
 if TYPE_CHECKING:
     from cg_lint.fixes import FixOutcome
@@ -196,7 +196,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
     sys.stdout.buffer.write(encode_source(outcome.text, source.encoding))
     sys.stdout.flush()
-    sources = {label: outcome.text.splitlines()} if args.format == "text" else None
+    sources = {label: split_lines(outcome.text)} if args.format == "text" else None
     _report(args, outcome.remaining, sources, sys.stderr)
     _fix_summary(args, [outcome])
     return _exit(args, outcome.remaining, errors)
@@ -224,7 +224,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
         _warn_unconverged(outcome)
         outcomes.append(outcome)
         findings.extend(outcome.remaining)
-        sources[outcome.path] = outcome.text.splitlines()
+        sources[outcome.path] = split_lines(outcome.text)
         if outcome.error is not None:
             errors.append(outcome.error)
     errors.sort(key=lambda e: e.path)

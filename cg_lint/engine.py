@@ -11,8 +11,9 @@ import libcst as cst
 from cg_lint.builder import FileIndex, ModelBuilder
 from cg_lint.config import Settings
 from cg_lint.findings import FileError, FileResult, Finding
+from cg_lint.form_feeds import strip_form_feeds
 from cg_lint.gc_pause import gc_paused
-from cg_lint.sources import decode
+from cg_lint.sources import decode, split_lines
 from cg_lint.names import module_name_for
 from cg_lint.noqa import is_suppressed
 from cg_lint.parse_cache import parse_with_cache
@@ -74,12 +75,15 @@ def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa:
             compacted = prefilter.compact(parse_text, starts, members)
             if compacted is not None:
                 parse_text, line_map, starts, members = compacted
+    # libcst mishandles form feeds in indentation (cg_lint.form_feeds): parse without them
+    parse_text, shifts = strip_form_feeds(parse_text)
     try:
         module = parse_with_cache(parse_text, starts) if parse_cache and starts else cst.parse_module(parse_text)
     except cst.ParserSyntaxError as e:
         message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
         line = e.raw_line if line_map is None or not 0 < e.raw_line <= len(line_map) else line_map[e.raw_line - 1]
-        result.error = FileError(path, _one_line(f"cannot parse: {message}"), line, e.raw_column + 1)
+        column = e.raw_column + 1 + shifts.get(e.raw_line, 0)
+        result.error = FileError(path, _one_line(f"cannot parse: {message}"), line, column)
         return result
     except RecursionError:
         result.error = FileError(path, "cannot parse: nesting too deep")
@@ -89,7 +93,7 @@ def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa:
         return result
     result.parsed = True
     try:
-        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members, line_map)
+        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members, line_map, shifts)
     except RecursionError:
         # the prefilter already turned away code nested deeper than the analysis can follow, so
         # this is a cycle the analysis did not guard (a name bound from itself, say): ours to fix
@@ -99,7 +103,7 @@ def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa:
         result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
         return result
     if apply_noqa:
-        lines = text.splitlines()
+        lines = split_lines(text)
         result.findings = [
             f for f in result.findings
             if not (0 < f.line <= len(lines) and is_suppressed(lines[f.line - 1], f.code))
@@ -113,25 +117,27 @@ def _one_line(message: str) -> str:
 
 def build_context(module: cst.Module, text: str, path: str, settings: Settings,
                   starts: list[int] | None = None, parsed_text: str | None = None,
-                  members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> LintContext:
+                  members: dict[int, list[int]] | None = None, line_map: list[int] | None = None,
+                  column_shifts: dict[int, int] | None = None) -> LintContext:
     """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced
     (``line_map``: the original line of each of its lines, when empty lines were dropped)."""
     module_name = module_name_for(path)
     lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
     index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members,
-                      line_map)
+                      line_map, column_shifts)
     builder = ModelBuilder(index)
     records = builder.build()
-    return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
+    return LintContext(path=path, lines=split_lines(text), index=index, builder=builder, records=records)
 
 
 def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
                starts: list[int] | None = None, parsed_text: str | None = None,
-               members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> list[Finding]:
+               members: dict[int, list[int]] | None = None, line_map: list[int] | None = None,
+               column_shifts: dict[int, int] | None = None) -> list[Finding]:
     rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings, starts, parsed_text, members, line_map)
+    ctx = build_context(module, text, path, settings, starts, parsed_text, members, line_map, column_shifts)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

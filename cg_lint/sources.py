@@ -6,6 +6,7 @@ Kept apart from the engine so that runtime-check can show source lines without i
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Iterable
 
@@ -31,10 +32,23 @@ def decode(data: bytes, path: str) -> str | FileError:
     return text.removeprefix("\ufeff")
 
 
+# Python ends lines at \r\n, \r or \n only; str.splitlines also splits at \f, \v, \x1c-\x1e, \x85,
+# \u2028 and \u2029, which would move every later line of a file holding one
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """``text.splitlines()`` as Python numbers lines (a form feed does not end one)."""
+    lines = _LINE_BREAK.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def lines_of(data: bytes, path: str) -> list[str]:
     """Decoded lines for showing findings in context; [] when the bytes do not decode."""
     text = decode(data, path)
-    return [] if isinstance(text, FileError) else text.splitlines()
+    return [] if isinstance(text, FileError) else split_lines(text)
 
 
 def read_lines(paths: Iterable[str]) -> dict[str, list[str]]:

@@ -105,7 +105,11 @@ def test_edit_helpers_locate_nodes_like_the_rules_do():
     (record,) = ctx.records
     value = record.returns[0].site.value
     rule_fix = lint_source(BROKEN, "m.py").findings[0].fix
-    assert replace_node(ctx.index, value, "(x * 2.0, x * 3.0), grad") == rule_fix.edits[0]
+    # CG001 inserts around the outputs, so nothing between them is regenerated
+    assert rule_fix.edits == (insert_before(ctx.index, value.elements[0], "("),
+                              insert_after(ctx.index, value.elements[1], ")"))
+    assert apply_fixes(BROKEN, [Fix("r", (replace_node(ctx.index, value, "(x * 2.0, x * 3.0), grad"),))])[0] == \
+        apply_fixes(BROKEN, [rule_fix])[0]
     assert node_code(value) == "x * 2.0, x * 3.0, grad"
     fixes = [Fix("b", (insert_before(ctx.index, value, "("),)), Fix("a", (insert_after(ctx.index, value, ")"),))]
     assert apply_fixes(BROKEN, fixes)[0] == BROKEN.replace("return x * 2.0, x * 3.0, grad", "return (x * 2.0, x * 3.0, grad)")

@@ -90,8 +90,8 @@ def test_json_keeps_its_shape_and_carries_the_fix(project):
     assert [(i["path"], i["line"], i["column"], i["code"], i["function"]) for i in items] == [
         ("pkg/model.py", 8, 5, "CG001", "split_scale"), ("pkg/model.py", 14, 9, "CG003", "weighted")]
     assert items[0]["fix"] == {"title": "Wrap the outputs in a tuple", "safe": True, "edits": [
-        {"start_line": 8, "start_column": 12, "end_line": 8, "end_column": 34,
-         "replacement": "(x * 2.0, x * 3.0), grad"}]}
+        {"start_line": 8, "start_column": 12, "end_line": 8, "end_column": 12, "replacement": "("},
+        {"start_line": 8, "start_column": 28, "end_line": 8, "end_column": 28, "replacement": ")"}]}
     assert items[1]["fix"] is None
     assert proc.stderr == b""
 
@@ -123,9 +123,11 @@ def test_sarif_is_valid_against_the_official_schema(project):
     assert location["logicalLocations"] == [{"fullyQualifiedName": "split_scale", "kind": "function"}]
     (fix,) = first["fixes"]
     (change,) = fix["artifactChanges"]
-    assert change["replacements"] == [{
-        "deletedRegion": {"startLine": 8, "startColumn": 12, "endLine": 8, "endColumn": 34},
-        "insertedContent": {"text": "(x * 2.0, x * 3.0), grad"}}]
+    assert change["replacements"] == [
+        {"deletedRegion": {"startLine": 8, "startColumn": 12, "endLine": 8, "endColumn": 12},
+         "insertedContent": {"text": "("}},
+        {"deletedRegion": {"startLine": 8, "startColumn": 28, "endLine": 8, "endColumn": 28},
+         "insertedContent": {"text": ")"}}]
     assert second["ruleIndex"] == 1 and "fixes" not in second
     # the schema does reject what SARIF forbids: 0-based columns, unknown levels
     first["locations"][0]["physicalLocation"]["region"]["startColumn"] = 0

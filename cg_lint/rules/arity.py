@@ -192,15 +192,15 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
                 f"(outputs, grad_fn)"), None
 
     def _wrap_fix(self, ctx: LintContext, fr: ForwardReturn) -> Fix | None:
+        """Two insertions, ``(`` before the first output and ``)`` after the last: everything between
+        (comments, continuation lines, any whitespace) stays as written."""
         value = fr.site.value
         if type(value) is not cst.Tuple or value.lpar:
             return None
-        *outs, grad = value.elements
-        outputs = cst.Tuple([e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in outs])
-        new = cst.Tuple([cst.Element(outputs), cst.Element(grad.value)], lpar=[], rpar=[])
-        text = cst.Module(body=[]).code_for_node(new)
-        (l1, c1), (l2, c2) = ctx.index.position(value), ctx.index.end_position(value)
-        return Fix("Wrap the outputs in a tuple", (Edit(l1, c1, l2, c2, text),), safe=True)
+        outs = value.elements[:-1]
+        # an Element's range is its value's, parentheses included (a value's own range excludes them)
+        (l1, c1), (l2, c2) = ctx.index.position(outs[0]), ctx.index.end_position(outs[-1])
+        return Fix("Wrap the outputs in a tuple", (Edit(l1, c1, l1, c1, "("), Edit(l2, c2, l2, c2, ")")), safe=True)
 
 
 class UpstreamCountMismatch(Rule):
