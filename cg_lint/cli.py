@@ -13,7 +13,7 @@ from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settin
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.runner import lint_paths
-from cg_lint.sources import lines_of, read_lines, split_lines
+from cg_lint.sources import lines_of, read_lines, read_regular, split_lines
 
 if TYPE_CHECKING:
     from cg_lint.fixes import FixOutcome
@@ -43,6 +43,19 @@ def _codes(value: str) -> tuple[str, ...]:
     return codes
 
 
+def _jobs(value: str) -> int | None:
+    """``auto`` and ``0`` (pylint's spelling) mean one worker per core."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)") from None
+    if jobs < 0:
+        raise argparse.ArgumentTypeError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)")
+    return jobs or None
+
+
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cg-lint", description="Lint TensorFlow custom gradients (@tf.custom_gradient).",
                 epilog="Other command: 'cg-lint rule CODE' explains a rule; 'cg-lint rule --all' lists them.")
@@ -65,7 +78,8 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
     p.add_argument("--disable-noqa", action="store_true", help="report findings silenced by '# noqa'")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: cores)")
+    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="worker processes: a number, or 'auto' or 0 for one per core (the default)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     p.add_argument("--version", action="version", version=f"cg-lint {__version__}")
     return p
@@ -121,11 +135,23 @@ def _settings(args: argparse.Namespace) -> Settings:
     else:
         first = args.stdin_filename or (args.paths[0] if args.paths and args.paths[0] != "-" else ".")
         start = Path(first)
-        start = start if start.is_dir() else start.parent if str(start.parent) else Path(".")
-        settings = load_settings(start=start if start.exists() else Path.cwd())
+        # os.stat, not Path.is_dir: a folder above without search permission raises PermissionError
+        start = start if _stat_ok(start, dir_only=True) else start.parent if str(start.parent) else Path(".")
+        settings = load_settings(start=start if _stat_ok(start) else Path.cwd())
     return settings.with_cli(select=args.select, ignore=args.ignore, exclude=args.exclude,
                              extend_exclude=args.extend_exclude,
                              extend_select=(settings.extend_select + args.extend_select) if args.extend_select else None)
+
+
+def _stat_ok(path: Path, dir_only: bool = False) -> bool:
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISDIR(mode) or not dir_only
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -140,7 +166,9 @@ def _check(args: argparse.Namespace) -> int:
         if args.disable_noqa and result.parsed:
             from cg_lint.engine import lint_source
 
-            result = lint_source(Path(result.path).read_bytes(), result.path, settings, apply_noqa=False)
+            data = read_regular(result.path, settings.max_file_size)
+            result = FileResult(result.path, error=data) if isinstance(data, FileError) else \
+                lint_source(data, result.path, settings, apply_noqa=False)
         results.append(result)
     if args.fix or args.diff:
         return _fix_files(args, settings, results)
@@ -248,12 +276,17 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
 
 
 def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOutcome | FileError:
-    from cg_lint.fixes import encode_source, fix_source, read_source
+    import os
+
+    from cg_lint.fixes import encode_source, fix_source, read_source, write_atomic
 
     try:
-        data = Path(path).read_bytes()
+        before = os.stat(path)
     except OSError as e:
         return FileError(path, f"cannot read: {e.strerror or e}")
+    data = read_regular(path, settings.max_file_size)
+    if isinstance(data, FileError):
+        return data
     source = read_source(data, path)
     if isinstance(source, FileError):
         return source
@@ -264,9 +297,9 @@ def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOut
         except UnicodeEncodeError:
             return FileError(path, f"cannot write the fixes: the fixed text is not encodable as {source.encoding}")
         try:
-            Path(path).write_bytes(new)
+            write_atomic(path, new, expected=before)
         except OSError as e:
-            return FileError(path, f"cannot write the fixes: {e.strerror or e}")
+            return FileError(path, f"cannot write the fixes: {e.strerror or e} (the file is unchanged)")
     return outcome
 
 

@@ -6,6 +6,7 @@ import fnmatch
 import functools
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,9 +22,10 @@ DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
     "build", "dist", "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache",
 )
+MAX_CONFIG_BYTES = 1024 * 1024  # a pyproject.toml is a few KB; a bigger one is not read
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "decorators", "runtime",
+    "decorators", "runtime", "max-file-size",
 }
 
 
@@ -42,6 +44,7 @@ class Settings:
     decorators: frozenset[str] = frozenset()
     root: str = "."
     config_file: str | None = None
+    max_file_size: int = 2 * 1024 * 1024  # bytes (cg_lint.sources.MAX_FILE_BYTES)
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def with_cli(self, **changes: Any) -> "Settings":
@@ -153,32 +156,70 @@ def _match(rel: str, pattern: str) -> bool:
 
 
 def find_config(start: Path) -> Path | None:
-    """The nearest pyproject.toml holding a [tool.cg_lint] table, from ``start`` upward."""
+    """The nearest pyproject.toml holding a [tool.cg_lint] table, from ``start`` upward.
+
+    A pyproject.toml on the way that cannot be read or is not valid TOML is an error (ruff's rule):
+    skipping it would silently apply a parent's configuration or the defaults instead of its own.
+    """
     start = start.resolve()
-    for folder in [start, *start.parents] if start.is_dir() else start.parents:
+    for folder in [start, *start.parents] if _is_dir(start) else start.parents:
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-                continue
-            if "cg_lint" in data.get("tool", {}):
-                return candidate
+        if not _is_file(candidate):
+            continue
+        if "cg_lint" in _tool_table(_read_toml(candidate), candidate):
+            return candidate
     return None
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    """A regular file (never a FIFO someone named pyproject.toml: reading it would hang)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    from cg_lint.sources import read_regular
+
+    data = read_regular(str(path), MAX_CONFIG_BYTES)
+    if not isinstance(data, bytes):
+        raise ConfigError(f"{path}: {data.message}")
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 at byte {e.start}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: invalid TOML: {e}") from None
+    except (RecursionError, MemoryError):  # tomllib recurses per nesting level
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _tool_table(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: 'tool' must be a table ([tool.cg_lint] is read from it), not {_toml_type(tool)}")
+    return tool
+
+
+def _toml_type(value: Any) -> str:
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array"}
+    return names.get(type(value), "a date or time")
 
 
 def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
     if config is None:
         config = find_config(start or Path.cwd())
         if config is None:
-            return Settings(root=str(start if start and start.is_dir() else Path.cwd()))
-    try:
-        data = tomllib.loads(Path(config).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(f"{config}: cannot read: {e.strerror or e}") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{config}: invalid TOML: {e}") from None
-    table = data.get("tool", {}).get("cg_lint", {})
+            return Settings(root=str(start if start and _is_dir(start) else Path.cwd()))
+    table = _tool_table(_read_toml(Path(config)), Path(config)).get("cg_lint", {})
     return settings_from_table(table, str(Path(config).resolve().parent), str(config))
 
 
@@ -220,12 +261,16 @@ def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproje
     runtime = table.get("runtime", {})
     if not isinstance(runtime, dict):
         raise ConfigError(f"{source}: 'tool.cg_lint.runtime' must be a table")
+    size = table.get("max-file-size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
+        raise ConfigError(f"{source}: 'tool.cg_lint.max-file-size' must be a positive number of bytes")
     settings = Settings(root=root, config_file=source, runtime=runtime)
     return settings.with_cli(
         select=codes("select"), ignore=codes("ignore"), extend_select=codes("extend-select"),
         exclude=strings("exclude"), extend_exclude=strings("extend-exclude"),
         per_file_ignores=tuple(per_file) or None,
         decorators=frozenset(strings("decorators") or ()) or None,
+        max_file_size=size,
     )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
-from pathlib import Path
 
 from cg_lint.config import Excluder, Settings
 from cg_lint.findings import FileError
@@ -15,14 +16,16 @@ def iter_files(paths: list[str], settings: Settings, force_exclude: bool = False
     match them (ruff's rule); ``force_exclude`` applies the excludes to them too (pre-commit)."""
     excluder = settings.excluder()
     for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            yield FileError(raw, "no such file or directory")
+        try:
+            is_dir = stat.S_ISDIR(os.stat(raw).st_mode)
+        except OSError as e:  # missing, a folder above without search permission, a loop, ...
+            yield FileError(raw, "no such file or directory" if e.errno == errno.ENOENT else
+                            f"cannot read: {e.strerror or e}")
             continue
         if force_exclude and raw not in (".", "./") and excluder.excluded(raw):
             continue
-        if path.is_file():
-            yield raw
+        if not is_dir:
+            yield raw  # the reader reports what is not a regular file (a FIFO is never opened)
             continue
         yield from _walk(raw, excluder)
 

@@ -11,8 +11,12 @@ Positions are libcst's: 1-based lines, 1-based columns counted in characters, en
 from __future__ import annotations
 
 import difflib
+import errno
 import io
+import contextlib
+import os
 import re
+import stat
 import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -191,6 +195,132 @@ def read_source(data: bytes, path: str) -> SourceFile | FileError:
 def encode_source(text: str, encoding: str) -> bytes:
     """Newlines are kept as they are in ``text`` (never translated)."""
     return text.encode(encoding)
+
+
+TEMP_SUFFIX = ".cg-lint.tmp"
+
+
+class WriteError(OSError):
+    """Writing the fixes failed; the original file is untouched."""
+
+
+def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None) -> None:
+    """Replace the file at ``path`` with ``data`` so that it is, at every instant, either the
+    original or the complete new content: written to a temporary file in the same folder, flushed
+    to disk, given the original's mode (and owner, where allowed), then renamed over the original.
+
+    A symlink is followed (its target is replaced, the link stays). ``expected``: the original's
+    ``stat`` when it was read; if the file changed since, nothing is written. On any failure the
+    original is untouched, the temporary file is removed and ``OSError`` is raised.
+    """
+    target = os.path.realpath(path)
+    folder = os.path.dirname(target) or "."
+    before = os.stat(target)
+    if expected is not None and _identity(before) != _identity(expected):
+        raise WriteError(0, "the file changed while it was being fixed; run again")
+    _remove_stale_temporaries(folder, os.path.basename(target))
+    temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}{TEMP_SUFFIX}")
+    fd = _open_unnamed(folder)
+    named = False
+    try:
+        if fd is None:  # no O_TMPFILE here: a named file from the start
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            named = True
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, stat.S_IMODE(before.st_mode))
+        if hasattr(os, "fchown") and (before.st_uid, before.st_gid) != _owner(fd):
+            with contextlib.suppress(OSError):
+                os.fchown(fd, before.st_uid, before.st_gid)
+        os.fsync(fd)
+        if not named:
+            # the complete, synced file gets a name only now: a kill before this leaves nothing
+            _link_unnamed(fd, temporary)
+            named = True
+        os.replace(temporary, target)
+        named = False
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if named:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+    _sync_folder(folder)
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _owner(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_uid, st.st_gid
+
+
+def _open_unnamed(folder: str) -> int | None:
+    """An unnamed file in ``folder`` (Linux O_TMPFILE), else None."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag or not os.path.isdir("/proc/self/fd"):
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL):
+            return None  # the file system has no unnamed files: fall back to a named one
+        raise
+
+
+def _link_unnamed(fd: int, name: str) -> None:
+    """Give an O_TMPFILE file a name: linkat(AT_SYMLINK_FOLLOW) on /proc/self/fd/N (os.link calls
+    plain link(), which does not follow that link, unless a folder descriptor is passed)."""
+    proc = os.open("/proc/self/fd", os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.link(str(fd), name, src_dir_fd=proc, follow_symlinks=True)
+    finally:
+        os.close(proc)
+
+
+def _remove_stale_temporaries(folder: str, name: str) -> None:
+    """Temporary files of runs that were killed in the instant between naming one and renaming it
+    (their process is gone); a live run's file is left alone."""
+    prefix = f".{name}."
+    try:
+        with os.scandir(folder) as entries:
+            stale = [e.name for e in entries if e.name.startswith(prefix) and e.name.endswith(TEMP_SUFFIX)]
+    except OSError:
+        return
+    for entry in stale:
+        pid = entry[len(prefix):-len(TEMP_SUFFIX)]
+        if not pid.isdigit() or _alive(int(pid)):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(folder, entry))
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False  # a file of our own, left by an earlier failure in this process
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename durable (best effort: not every system can open a folder)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

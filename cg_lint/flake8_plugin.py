@@ -58,11 +58,21 @@ class Plugin:
         from cg_lint.engine import lint_source
 
         settings = Settings(select=("CG",), decorators=self._decorators)
+        if len(source) > settings.max_file_size:  # characters >= bytes / 4: bounded either way
+            size = len(source.encode("utf-8", "surrogatepass"))
+            if size > settings.max_file_size:
+                from cg_lint.sources import too_large
+
+                yield (1, 0, f"CG999 cg-lint {too_large(self.filename, size, settings.max_file_size).message}",
+                       type(self))
+                return
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         # the language server keeps this process between saves: reuse unchanged statements' parse
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)
         error = result.error
-        if error is not None and error.message.startswith("internal error"):
+        # a file the limits turn away is said once, like an internal error; one that does not parse
+        # is flake8's own E999
+        if error is not None and error.message.startswith(("internal error", "not analysed")):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
         for f in result.findings:
             yield (f.line, f.column - 1, f"{f.code} {f.message}", type(self))

@@ -9,8 +9,11 @@ back in walk order, so output does not depend on timing.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -18,6 +21,7 @@ from cg_lint.config import Settings
 from cg_lint.files import iter_files
 from cg_lint.findings import FileError, FileResult
 from cg_lint.prefilter import might_contain
+from cg_lint.sources import FileTooLarge, mentions, read_regular
 
 if TYPE_CHECKING:  # the pool's modules (~20 ms) are imported only when a run starts one
     from concurrent.futures import Future, ProcessPoolExecutor
@@ -28,6 +32,8 @@ POOL_MIN_BYTES = 250_000
 POOL_MIN_FILES = 4
 # spawn (macOS, Windows) re-imports everything in each worker: it needs much more work to pay
 SPAWN_FACTOR = 8
+# more workers than this per core only cost memory (and -j 100000 would fork that many)
+MAX_JOBS_PER_CORE = 4
 
 
 def _lint_data(args: tuple[str, bytes, Settings]) -> FileResult:
@@ -40,12 +46,15 @@ def _lint_data(args: tuple[str, bytes, Settings]) -> FileResult:
         return FileResult(path, error=FileError(path, f"internal error: {type(e).__name__}: {e} (please report this)"))
 
 
-def _read(path: str) -> bytes | FileError:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError as e:
-        return FileError(path, f"cannot read: {e.strerror or e}")
+def _read(path: str, markers: tuple[str, ...], limit: int) -> bytes | FileError | None:
+    """The file's bytes; a FileError for a file that is not regular, unreadable, or too large and
+    mentions a marker; None for a too-large file that cannot hold a custom gradient (not an error:
+    generated tables are big)."""
+    data = read_regular(path, limit)
+    if isinstance(data, FileTooLarge):
+        found = mentions(path, markers)
+        return found if isinstance(found, FileError) else data if found else None
+    return data
 
 
 def _start_pool(jobs: int, fork: bool) -> tuple[ProcessPoolExecutor, type[Exception]]:
@@ -54,7 +63,49 @@ def _start_pool(jobs: int, fork: bool) -> tuple[ProcessPoolExecutor, type[Except
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork" if fork else None)), BrokenProcessPool
+    context = multiprocessing.get_context("fork" if fork else None)
+    pool = ProcessPoolExecutor(jobs, mp_context=context, initializer=_worker_init, initargs=(os.getpid(),))
+    return pool, BrokenProcessPool
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_init(parent: int) -> None:
+    """In each worker: die with the parent, however it ends (a SIGKILL runs no cleanup of ours),
+    and leave Ctrl-C to the parent, which stops the pool (a worker's KeyboardInterrupt would only
+    print a traceback per worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before the request took effect
+        os._exit(1)
+
+
+class Interrupted(BaseException):
+    """SIGTERM (or SIGHUP) while a pool runs: unwound like Ctrl-C so the workers are stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def _stop_pool(pool: ProcessPoolExecutor, interrupted: bool) -> None:
+    if interrupted:  # do not wait for files in progress: stop the workers now
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _submit(pool: ProcessPoolExecutor, work: tuple[str, bytes, Settings]) -> Future[FileResult]:
@@ -69,7 +120,8 @@ def _path_of(future: Future) -> str:
 
 def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                force_exclude: bool = False) -> Iterator[FileResult]:
-    jobs = jobs or os.cpu_count() or 1
+    cores = os.cpu_count() or 1
+    jobs = min(jobs or cores, MAX_JOBS_PER_CORE * cores)
     fork = sys.platform == "linux"
     min_bytes = POOL_MIN_BYTES * (1 if fork else SPAWN_FACTOR)
     pending: list[tuple[str, bytes, Settings] | Future[FileResult]] = []
@@ -77,12 +129,15 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
     seen_bytes = 0
     broken: tuple[type[Exception], ...] | type[Exception] = ()  # catches nothing until a pool starts
     markers = settings.markers()
+    handlers: dict[int, object] = {}
     try:
         for item in iter_files(paths, settings, force_exclude):
             if isinstance(item, FileError):
                 yield FileResult(item.path, error=item)
                 continue
-            data = _read(item)
+            data = _read(item, markers, settings.max_file_size)
+            if data is None:
+                continue
             if isinstance(data, FileError):
                 yield FileResult(item, error=data)
                 continue
@@ -98,6 +153,7 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                 # with fork, the executor forks all workers at the first submit, before its own thread;
                 # importing the engine (libcst) first spares each worker its own import
                 import cg_lint.engine  # noqa: F401
+                handlers = _catch_termination()
                 pool, broken = _start_pool(jobs, fork)
                 pending = [_submit(pool, w) if isinstance(w, tuple) else w for w in pending]
         for entry in pending:
@@ -110,6 +166,26 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                 path = _path_of(entry)
                 yield FileResult(path, error=FileError(path, "internal error: the worker process linting this "
                                                              "file died (please report this)"))
+    except BaseException:
+        if pool is not None:
+            _stop_pool(pool, interrupted=True)
+            pool = None
+        raise
     finally:
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            _stop_pool(pool, interrupted=False)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+
+
+def _catch_termination() -> dict[int, object]:
+    """SIGTERM and SIGHUP raise ``Interrupted`` while the pool runs (default: die at once, leaving
+    the workers to PR_SET_PDEATHSIG where it exists). Only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    previous: dict[int, object] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:
+            previous[signum] = signal.signal(signum, _raise_interrupted)
+    return previous

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from cg_lint.prefilter.depth import MAX_DEPTH, too_deep
+from cg_lint.prefilter.depth import MAX_DEFINITIONS, MAX_DEPTH, too_complex
 from cg_lint.prefilter.lines import Lines, compact, first_line, groups, split_lines, touches, word_pattern
 from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.prefilter.reduce import reduce as _reduce
@@ -82,9 +82,9 @@ def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, redu
     if not result.skip:
         result.members = _member_starts(tree.body)
         kept = tree.body if result.text is text else _kept(tree.body, result.starts or [])
-        line = too_deep(kept, text, Lines(split_lines(text)))
-        if line:
-            result.error = (f"not analysed: an expression nests more than {MAX_DEPTH} levels deep", line, None)
+        found = too_complex(kept, text, Lines(split_lines(text)))
+        if found:
+            result.error = (f"not analysed: {found[1]}", found[0], None)
     return result
 
 
@@ -117,6 +117,10 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> 
         used = _scan([s for s in body if touches(s, alias_occ)], alias_occ, aliases, None) or used
     if not used:
         return Plan(True, "", 0, len(body))
+    mentions = len(set(occ) | set(alias_occ))
+    if mentions > MAX_DEFINITIONS:  # each definition needs a line that uses a marker (depth.py)
+        return Plan(False, "", error=(f"not analysed: too many custom gradients to check ({mentions} lines use "
+                                      f"a custom-gradient name > {MAX_DEFINITIONS} limit)", None, None))
     everything = Plan(False, text, len(body), len(body), [first for first, _ in groups(body)[1]])
     if not reduce:
         return everything

@@ -13,6 +13,23 @@ import ast
 from cg_lint.prefilter.lines import Lines, first_line
 
 MAX_DEPTH = 1000
+# libcst keeps a chained comparison flat, but every rule that shows or walks it pays per term
+# (~0.2 ms: 100,000 terms took 20 s); no real comparison comes near this
+MAX_COMPARISON_TERMS = 1000
+# lines that use a custom-gradient marker: each definition costs a few ms to model and check
+# (50,000 in one file took 347 s); the largest real file seen has a few dozen
+MAX_DEFINITIONS = 2000
+
+
+def too_complex(stmts: list[ast.stmt], text: str, lines: Lines) -> tuple[int, str] | None:
+    """``(line, why)`` for the first statement libcst or the analysis cannot afford, else None."""
+    for stmt in stmts:
+        if _chars(stmt, lines) < MAX_DEPTH:
+            continue  # most statements: too short to nest that deep, not worth a walk
+        why = _too_deep(stmt, text, lines)
+        if why:
+            return stmt.lineno, why
+    return None
 
 
 def too_deep(stmts: list[ast.stmt], text: str, lines: Lines) -> int:
@@ -30,17 +47,24 @@ def too_deep(stmts: list[ast.stmt], text: str, lines: Lines) -> int:
     return 0
 
 
+_DEEP = f"an expression nests more than {MAX_DEPTH} levels deep"
+_CHAIN = f"a comparison chains more than {MAX_COMPARISON_TERMS} terms"
+
+
 def _chars(stmt: ast.stmt, lines: Lines) -> int:
     """Characters from a statement's first line (decorators included) to the end of its last."""
     return lines.end_of(stmt.end_lineno or stmt.lineno) - lines.starts[first_line(stmt) - 1]
 
 
-def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
+def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> str:
+    """Why the statement is too much for libcst or the analysis ('' when it is not)."""
     stack: list[tuple[ast.AST, int]] = [(stmt, 1)]
     while stack:
         node, depth = stack.pop()
         if depth > MAX_DEPTH:
-            return True
+            return _DEEP
+        if type(node) is ast.Compare and len(node.comparators) >= MAX_COMPARISON_TERMS:
+            return _CHAIN
         if isinstance(node, ast.stmt):  # nested blocks, like nested expressions, take characters
             if depth + _chars(node, lines) <= MAX_DEPTH:
                 continue
@@ -55,10 +79,10 @@ def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
                 depth += len(node.values)
             elif isinstance(node, (ast.Constant, ast.JoinedStr)):
                 if _string_parts(node, text, lines) + depth > MAX_DEPTH:
-                    return True
+                    return _DEEP
         for child in ast.iter_child_nodes(node):
             stack.append((child, depth + 1))
-    return False
+    return ""
 
 
 def _string_parts(node: ast.expr, text: str, lines: Lines) -> int:
