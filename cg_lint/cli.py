@@ -12,7 +12,7 @@ from cg_lint import __version__
 from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settings
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
-from cg_lint.runner import lint_paths
+from cg_lint.runner import Interrupted, lint_paths
 from cg_lint.sources import lines_of, read_lines, read_regular, split_lines
 
 if TYPE_CHECKING:
@@ -123,6 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except Interrupted as e:  # SIGTERM/SIGHUP while the pool ran: the workers are stopped
+        return 128 + e.signum
     except BrokenPipeError:
         return EXIT_CLEAN
 
