@@ -218,6 +218,8 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
     before = os.stat(target)
     if expected is not None and _identity(before) != _identity(expected):
         raise WriteError(0, "the file changed while it was being fixed; run again")
+    if not os.access(target, os.W_OK):  # a rename would replace a file its owner made read-only
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     _remove_stale_temporaries(folder, os.path.basename(target))
     temporary = os.path.join(folder, f".{os.path.basename(target)}.{os.getpid()}{TEMP_SUFFIX}")
     fd = _open_unnamed(folder)
