@@ -190,11 +190,12 @@ def test_sigkill_during_fix_leaves_the_original_or_the_fixed_file(tmp_path: Path
     folder.mkdir()
     target = folder / "m.py"
     outcomes = {"original": 0, "fixed": 0}
-    for _ in range(24):
+    for attempt in range(24):
         target.write_text(text)
         child = subprocess.Popen([sys.executable, "-m", "cg_lint", "--fix", "--isolated", "-q", str(target)],
                                  env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.0, duration * 1.1))
+        # moments spread over the whole run (the last ones around the write), each jittered
+        time.sleep(duration * (attempt + rng.random()) / 20)
         child.kill()
         child.wait(timeout=60)
         data = target.read_bytes()
@@ -208,6 +209,7 @@ def test_sigkill_during_fix_leaves_the_original_or_the_fixed_file(tmp_path: Path
             assert temporaries(folder) == []
         assert temporaries(folder) == []
     assert outcomes["original"] + outcomes["fixed"] == 24
+    print(f"kills: {outcomes}")
 
 
 # --- processes left behind -----------------------------------------------------------------
