@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from cg_lint.config import Settings
 from cg_lint.engine import lint_source
 from cg_lint.fixes import fix_source
-from cg_lint.form_feeds import strip_form_feeds
+from cg_lint.prefilter.form_feeds import strip_form_feeds
 from cg_lint.rules import ALL_RULES
 from cg_lint.sources import split_lines
 
