@@ -15,7 +15,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from cg_lint.config import Settings, iter_files
 from cg_lint.findings import FileError, FileResult
@@ -128,7 +128,7 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
     seen_bytes = 0
     broken: tuple[type[Exception], ...] | type[Exception] = ()  # catches nothing until a pool starts
     markers = settings.markers()
-    handlers: dict[int, object] = {}
+    handlers: dict[int, Any] = {}
     try:
         for item in iter_files(paths, settings, force_exclude):
             if isinstance(item, FileError):
@@ -177,12 +177,12 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
             signal.signal(signum, handler)
 
 
-def _catch_termination() -> dict[int, object]:
+def _catch_termination() -> dict[int, Any]:
     """SIGTERM and SIGHUP raise ``Interrupted`` while the pool runs (default: die at once, leaving
     the workers to PR_SET_PDEATHSIG where it exists). Only the main thread can set handlers."""
     if threading.current_thread() is not threading.main_thread():
         return {}
-    previous: dict[int, object] = {}
+    previous: dict[int, Any] = {}
     for name in ("SIGTERM", "SIGHUP"):
         signum = getattr(signal, name, None)
         if signum is not None and signal.getsignal(signum) is signal.SIG_DFL:

@@ -379,8 +379,9 @@ def test_too_many_definitions_and_long_comparisons_are_one_line(tmp_path: Path) 
     many.write_text(HEAD + "".join(f"\n@tf.custom_gradient\ndef f{i}(x):\n    return x, lambda d: d\n"
                                    for i in range(2500)))
     chain = tmp_path / "chain.py"
-    chain.write_text(HEAD + "\n@tf.custom_gradient\ndef f(x):\n    def grad(dy):\n        if "
-                     + " < ".join(["dy"] * 100_000) + ":\n            return dy\n        return dy\n    return x, grad\n")
+    condition = " < ".join(["dy"] * 100_000)
+    chain.write_text(HEAD + "\n@tf.custom_gradient\ndef f(x):\n    def grad(dy):\n        if " + condition
+                     + ":\n            return dy\n        return dy\n    return x, grad\n")
     proc = run("--isolated", str(many), str(chain), timeout=60)
     assert proc.returncode == 2
     assert one_line_errors(proc) == [
@@ -459,3 +460,19 @@ def test_no_temporary_files_or_processes_after_a_normal_fix(tmp_path: Path) -> N
     assert temporaries(tmp_path) == []
     assert all((tmp_path / f"m{k}.py").read_text() == fixed(source(2)) for k in range(3))
     shutil.rmtree(tmp_path / "m0.py", ignore_errors=True)
+
+
+def test_flake8_plugin_says_once_what_the_limits_turn_away(tmp_path: Path) -> None:
+    big = tmp_path / "big.py"
+    big.write_text(source(1, padding=3 * 1024 * 1024))
+    many = tmp_path / "many.py"
+    many.write_text(HEAD + "".join(f"\n@tf.custom_gradient\ndef f{i}(x):\n    return x, lambda d: d\n"
+                                   for i in range(2500)))
+    proc = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "CG", str(big), str(many)],
+                          capture_output=True, text=True, env=_env(), timeout=300)
+    assert "Traceback" not in proc.stderr
+    size = big.stat().st_size / (1024 * 1024)
+    assert sorted(proc.stdout.splitlines()) == sorted([
+        f"{big}:1:1: CG999 cg-lint file too large to check ({size:.1f} MB > 2.0 MB limit)",
+        f"{many}:1:1: CG999 cg-lint not analysed: too many custom gradients to check (2500 lines use a "
+        "custom-gradient name > 2000 limit)"])

@@ -55,8 +55,8 @@ prefix = st.tuples(st.sampled_from(["", " ", "  ", "\t", " \t"]), st.sampled_fro
 
 
 @st.composite
-def variants(draw, programs=st.sampled_from(PROGRAMS)):
-    text = draw(programs)
+def variants(draw):
+    text = draw(st.sampled_from(PROGRAMS))
     count = len(_LINE.findall(text))
     lines = draw(st.sets(st.integers(1, max(1, count)), min_size=1, max_size=6))
     prefixes = {line: draw(prefix) for line in lines}
