@@ -121,6 +121,7 @@ CG130 = _code("CG130", "no-valid-inputs", "info: no valid inputs found (does not
 # -- the tool itself ------------------------------------------------------------------------------
 
 CG999 = _code("CG999", "internal-error",
-              "cg-lint failed on a file (flake8 shows it on line 1; please report it)", "run")
+              "cg-lint could not check a file: a resource limit turned it away, or an internal error "
+              "(please report those); flake8 shows it on line 1", "run")
 
 INFO_CODES: frozenset[str] = frozenset(c for c in CODES.values() if c.info)
