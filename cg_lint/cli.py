@@ -13,7 +13,8 @@ from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settin
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.runner import Interrupted, lint_paths
-from cg_lint.sources import lines_of, read_lines, read_regular, split_lines
+from cg_lint.prefilter import might_contain
+from cg_lint.sources import lines_of, read_lines, read_regular, split_lines, too_large
 
 if TYPE_CHECKING:
     from cg_lint.fixes import FixOutcome
@@ -197,6 +198,11 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     label = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     excluded = args.force_exclude and args.stdin_filename and settings.is_excluded(label)
+    if not excluded and len(data) > settings.max_file_size and might_contain(data, settings.markers()):
+        if args.fix and not args.diff:  # an editor replaces its buffer with this: give it back whole
+            sys.stdout.buffer.write(data)
+        print(too_large(label, len(data), settings.max_file_size).one_line(), file=sys.stderr)
+        return EXIT_ERROR
     if not (args.fix or args.diff):
         if excluded:
             return EXIT_CLEAN

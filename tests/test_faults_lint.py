@@ -476,3 +476,14 @@ def test_flake8_plugin_says_once_what_the_limits_turn_away(tmp_path: Path) -> No
         f"{big}:1:1: CG999 cg-lint file too large to check ({size:.1f} MB > 2.0 MB limit)",
         f"{many}:1:1: CG999 cg-lint not analysed: too many custom gradients to check (2500 lines use a "
         "custom-gradient name > 2000 limit)"])
+
+
+def test_a_large_buffer_on_stdin_is_one_line_and_given_back_whole() -> None:
+    text = source(1, padding=3 * 1024 * 1024).encode()
+    for extra in ((), ("--fix",)):
+        proc = subprocess.run([sys.executable, "-m", "cg_lint", "--isolated", *extra, "-", "--stdin-filename", "m.py"],
+                              input=text, capture_output=True, env=_env(), timeout=60)
+        assert proc.returncode == 2
+        size = len(text) / (1024 * 1024)
+        assert proc.stderr.decode() == f"m.py: error: file too large to check ({size:.1f} MB > 2.0 MB limit)\n"
+        assert proc.stdout == (text if extra else b"")
