@@ -385,8 +385,8 @@ def test_too_many_definitions_and_long_comparisons_are_one_line(tmp_path: Path) 
     proc = run("--isolated", str(many), str(chain), timeout=60)
     assert proc.returncode == 2
     assert one_line_errors(proc) == [
-        f"{many}: error: not analysed: too many custom gradients to check (2500 lines use a custom-gradient "
-        "name > 2000 limit)",
+        f"{many}: error: not analysed: too many custom gradients to check (2500 lines name a "
+        "custom-gradient marker > 2000 limit)",
         f"{chain}:4:1: error: not analysed: a comparison chains more than 1000 terms"]
 
 
@@ -474,8 +474,8 @@ def test_flake8_plugin_says_once_what_the_limits_turn_away(tmp_path: Path) -> No
     size = big.stat().st_size / (1024 * 1024)
     assert sorted(proc.stdout.splitlines()) == sorted([
         f"{big}:1:1: CG999 cg-lint file too large to check ({size:.1f} MB > 2.0 MB limit)",
-        f"{many}:1:1: CG999 cg-lint not analysed: too many custom gradients to check (2500 lines use a "
-        "custom-gradient name > 2000 limit)"])
+        f"{many}:1:1: CG999 cg-lint not analysed: too many custom gradients to check (2500 lines name a "
+        "custom-gradient marker > 2000 limit)"])
 
 
 def test_a_large_buffer_on_stdin_is_one_line_and_given_back_whole() -> None:

@@ -73,6 +73,9 @@ def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, redu
     if tree is None:
         if only_mentions(text, names):  # gate 1b: no occurrence can be a use; the ast would agree
             return Plan(True, "")
+        crowded = len(_occurrence_lines(text, set(names), Lines(split_lines(text))))
+        if crowded > MAX_DEFINITIONS:  # before the ast, which costs ~140 MB per MB of such a file
+            return Plan(False, "", error=(_too_many(crowded), None, None))
         tree_or_error = parse_ast(text)
         if not isinstance(tree_or_error, ast.Module):
             return Plan(False, "", error=tree_or_error)
@@ -88,6 +91,11 @@ def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, redu
         if found:
             result.error = (f"not analysed: {found[1]}", found[0], None)
     return result
+
+
+def _too_many(lines: int) -> str:
+    return (f"not analysed: too many custom gradients to check ({lines} lines name a custom-gradient marker "
+            f"> {MAX_DEFINITIONS} limit)")
 
 
 def parse_ast(text: str) -> ast.Module | tuple[str, int | None, int | None]:
@@ -121,8 +129,7 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool, mem
         return Plan(True, "", 0, len(body))
     mentions = len(set(occ) | set(alias_occ))
     if mentions > MAX_DEFINITIONS:  # each definition needs a line that uses a marker (depth.py)
-        return Plan(False, "", error=(f"not analysed: too many custom gradients to check ({mentions} lines use "
-                                      f"a custom-gradient name > {MAX_DEFINITIONS} limit)", None, None))
+        return Plan(False, "", error=(_too_many(mentions), None, None))
     everything = Plan(False, text, len(body), len(body), [first for first, _ in groups(body)[1]])
     if not reduce:
         return everything
