@@ -354,3 +354,30 @@ def test_fixed_bundled_example_runs_in_both_modes(tmp_path):
     # grad's own formula: dmean / n + dspread * (x == max)
     for g in (run(), tf.function(run)()):
         assert g.numpy().tolist() == pytest.approx([0.25, 0.25, 0.25, 1.25])
+
+
+# --- fixes keep what is inside the edited code --------------------------------------------------
+
+FAITHFUL = {
+    # CG006: comments inside the tuple, and a comma a comment follows, stay; brackets replace parens
+    "        return dy * w, (  # variable grads\n            dy * x,  # the weight\n        )\n":
+        "        return dy * w, [  # variable grads\n            dy * x,  # the weight\n        ]\n",
+    "        return dy * w, (dy * x, )\n": "        return dy * w, [dy * x]\n",
+    "        return dy * w, (dy * x,)\n": "        return dy * w, [dy * x]\n",
+}
+VARIABLE_GRAD = ("import tensorflow as tf\n\nw = tf.Variable(1.0)\n\n\n@tf.custom_gradient\ndef f(x):\n"
+                 "    y = x * w\n    def grad(dy, variables=None):\n{ret}    return y, grad\n")
+
+
+@pytest.mark.parametrize("before", FAITHFUL)
+def test_list_fix_keeps_comments_and_layout(before: str) -> None:
+    outcome = fix_source(VARIABLE_GRAD.format(ret=before), "m.py")
+    assert outcome.error is None and outcome.fixed == 1
+    assert outcome.text == VARIABLE_GRAD.format(ret=FAITHFUL[before])
+
+
+def test_wrap_fix_keeps_continuations_and_tabs() -> None:
+    source = ("import tensorflow as tf\n\n@tf.custom_gradient\ndef f(x):\n\tdef grad(da, db):\n\t\treturn da\n"
+              "\treturn x, \\\n\t\tx * 2.0,\tgrad  # done\n")
+    outcome = fix_source(source, "m.py")
+    assert outcome.text == source.replace("return x, \\\n\t\tx * 2.0,\tgrad", "return (x, \\\n\t\tx * 2.0),\tgrad")

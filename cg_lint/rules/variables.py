@@ -13,10 +13,10 @@ import libcst as cst
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import Tensors, statement_of
 from cg_lint.codes import CG004, CG005, CG006, CG007, CG018
-from cg_lint.findings import Finding, Fix
+from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
-from cg_lint.rules.edits import insert_after, replace_node
+from cg_lint.rules.edits import insert_after
 from cg_lint.syntax.environments import literal_binding
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
@@ -565,16 +565,25 @@ def f(x):
 
 
 def _list_fix(ctx: LintContext, pair: cst.BaseExpression | None, var_grads: cst.BaseExpression) -> Fix | None:
-    """``return dx, (g,)`` -> ``return dx, [g]``. The whole pair is rewritten: libcst positions exclude a
-    node's parentheses, so replacing only the tuple would leave ``([g])`` behind."""
+    """``return dx, (g,)`` -> ``return dx, [g]``: the tuple's parentheses become brackets, and a
+    trailing comma with nothing but blanks around it goes. Everything else between the brackets
+    (comments, line breaks, a comma a comment follows) stays as written."""
     if (type(pair) is not cst.Tuple or type(var_grads) is not cst.Tuple
-            or pair.elements[1].value is not var_grads):
+            or pair.elements[1].value is not var_grads or len(var_grads.lpar) != 1 or len(var_grads.rpar) != 1):
         return None
-    items = list(var_grads.elements)
-    if items:
-        items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    new_pair = pair.with_changes(elements=[pair.elements[0], pair.elements[1].with_changes(value=cst.List(items))])
-    return Fix("Return the variable gradients as a list", (replace_node(ctx.index, pair, new_pair),), safe=True)
+    # an Element's range is its value's with the value's parentheses: here exactly "(" ... ")"
+    element = pair.elements[1]
+    (l1, c1), (l2, c2) = ctx.index.position(element), ctx.index.end_position(element)
+    edits = [Edit(l1, c1, l1, c1 + 1, "[")]
+    items = var_grads.elements
+    comma = items[-1].comma if items else None
+    if (isinstance(comma, cst.Comma) and type(comma.whitespace_before) is cst.SimpleWhitespace
+            and type(comma.whitespace_after) is cst.SimpleWhitespace
+            and type(var_grads.rpar[0].whitespace_before) is cst.SimpleWhitespace):
+        end_line, end_column = ctx.index.end_position(items[-1])
+        edits.append(Edit(end_line, end_column, l2, c2 - 1, ""))
+    edits.append(Edit(l2, c2 - 1, l2, c2, "]"))
+    return Fix("Return the variable gradients as a list", tuple(edits), safe=True)
 
 
 class PositionalVariableGrads(Rule):
