@@ -14,6 +14,7 @@ import random
 import resource
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -299,14 +300,20 @@ def test_fifos_and_devices_are_one_line_each_and_never_opened(tmp_path: Path) ->
     os.mkfifo(named_fifo)
     (tree / "zero.py").symlink_to("/dev/zero")  # symlinks are followed: the device is not read
     (tree / "linked.py").symlink_to(tree / "model.py")  # ... and a regular target is linted
-    for extra in ((), ("--fix",)):
-        proc = run("--isolated", "--format", "concise", *extra, str(named_fifo), str(tree), timeout=60)
-        assert proc.returncode == 2
-        assert sorted(one_line_errors(proc)) == sorted([
-            f"{named_fifo}: error: not a regular file (a FIFO)",
-            f"{tree}/zero.py: error: not a regular file (a character device)",
-            f"{tree}/sub/pipe.py: error: not a regular file (a FIFO)",
-        ])
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(tree / "sock.py"))
+    try:
+        for extra in ((), ("--fix",)):
+            proc = run("--isolated", "--format", "concise", *extra, str(named_fifo), str(tree), timeout=60)
+            assert proc.returncode == 2
+            assert sorted(one_line_errors(proc)) == sorted([
+                f"{named_fifo}: error: not a regular file (a FIFO)",
+                f"{tree}/zero.py: error: not a regular file (a character device)",
+                f"{tree}/sock.py: error: not a regular file (a socket)",
+                f"{tree}/sub/pipe.py: error: not a regular file (a FIFO)",
+            ])
+    finally:
+        server.close()
     assert (tree / "model.py").read_text() == fixed(source(1))
 
 
