@@ -195,8 +195,9 @@ def test_sigkill_during_fix_leaves_the_original_or_the_fixed_file(tmp_path: Path
         target.write_text(text)
         child = subprocess.Popen([sys.executable, "-m", "cg_lint", "--fix", "--isolated", "-q", str(target)],
                                  env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        # moments spread over the whole run (the last ones around the write), each jittered
-        time.sleep(duration * (attempt + rng.random()) / 20)
+        # moments spread over the whole run and past it (load varies), each jittered: the later
+        # ones fall around the write
+        time.sleep(duration * 1.6 * (attempt + rng.random()) / 24)
         child.kill()
         child.wait(timeout=60)
         data = target.read_bytes()
