@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cg_lint.findings import FileError
+from cg_lint.sources import MAX_FILE_BYTES, read_regular
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,7 +52,7 @@ class Settings:
     decorators: frozenset[str] = frozenset()
     root: str = "."
     config_file: str | None = None
-    max_file_size: int = 2 * 1024 * 1024  # bytes (cg_lint.sources.MAX_FILE_BYTES)
+    max_file_size: int = MAX_FILE_BYTES  # bytes; bigger candidates are reported, not checked
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def with_cli(self, **changes: Any) -> "Settings":
@@ -194,8 +195,6 @@ def _is_file(path: Path) -> bool:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from cg_lint.sources import read_regular
-
     data = read_regular(str(path), MAX_CONFIG_BYTES)
     if not isinstance(data, bytes):
         raise ConfigError(f"{path}: {data.message}")
