@@ -45,7 +45,8 @@ def _codes(value: str) -> tuple[str, ...]:
 
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cg-lint", description="Lint TensorFlow custom gradients (@tf.custom_gradient).",
-                epilog="Other command: 'cg-lint rule CODE' explains a rule; 'cg-lint rule --all' lists them.")
+                epilog="Other commands: 'cg-lint rule CODE' explains a rule, 'cg-lint rule --all' lists them; "
+                       "'cg-lint server' is a language server for editors (docs/editors.md).")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .); '-' reads stdin")
     p.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (default: CG0)")
     p.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
@@ -98,6 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "rule":
             return _rule_command(argv[1:])
+        if argv and argv[0] == "server":
+            from cg_lint.server import main as server_main
+
+            return server_main(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return _check(_check_parser().parse_args(argv))
