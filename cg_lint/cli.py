@@ -68,6 +68,8 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     p.add_argument("-j", "--jobs", type=int, default=None, help="worker processes (default: cores)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--cache-dir", help="the result cache's folder (default: $CG_LINT_CACHE_DIR or ~/.cache/cg-lint)")
     p.add_argument("--version", action="version", version=f"cg-lint {__version__}")
     return p
 
@@ -141,7 +143,7 @@ def _check(args: argparse.Namespace) -> int:
     if paths == ["-"]:
         return _check_stdin(args, settings)
     results: list[FileResult] = []
-    for result in lint_paths(paths, settings, args.jobs, args.force_exclude):
+    for result in lint_paths(paths, settings, args.jobs, args.force_exclude, _result_cache(args, settings)):
         if args.disable_noqa and result.parsed:
             from cg_lint.engine import lint_source
 
@@ -158,17 +160,32 @@ def _check(args: argparse.Namespace) -> int:
     return _exit(args, findings, errors)
 
 
-def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
-    from cg_lint.engine import lint_source
-    from cg_lint.fixes import encode_source, fix_source, read_source, unified_diff
+def _result_cache(args: argparse.Namespace, settings: Settings):
+    """Results of unchanged files from earlier runs (cg_lint/result_cache.py); None with --no-cache."""
+    if args.no_cache:
+        return None
+    from cg_lint.result_cache import ResultCache, default_dir, settings_key
 
+    return ResultCache(args.cache_dir or settings.cache_dir or default_dir(), settings_key(settings, "cli"))
+
+
+def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     label = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     excluded = args.force_exclude and args.stdin_filename and settings.is_excluded(label)
     if not (args.fix or args.diff):
         if excluded:
             return EXIT_CLEAN
-        result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
+        cache = None if args.disable_noqa else _result_cache(args, settings)
+        from cg_lint.result_cache import lookup
+
+        key, result = lookup(cache, label, data)
+        if result is None:
+            from cg_lint.engine import lint_source
+
+            result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
+            if cache is not None and key is not None:
+                cache.put(key, result)
         findings = result.findings
         errors = [result.error] if result.error else []
         sources = {label: lines_of(data, label)} if args.format == "text" else None
@@ -177,6 +194,8 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
             print(error.one_line(), file=sys.stderr)
         _lint_summary(args, findings, int(result.parsed), errors)
         return _exit(args, findings, errors)
+    from cg_lint.fixes import encode_source, fix_source, read_source, unified_diff
+
     # an editor replaces its buffer with what --fix prints: always print the source, fixed or not
     source = read_source(data, label)
     if isinstance(source, FileError) or excluded:

@@ -23,7 +23,7 @@ DEFAULT_EXCLUDE = (
 )
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "decorators", "runtime",
+    "decorators", "runtime", "cache-dir",
 }
 
 
@@ -43,6 +43,7 @@ class Settings:
     root: str = "."
     config_file: str | None = None
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    cache_dir: str | None = None  # the result cache's folder (cg_lint/result_cache.py)
 
     def with_cli(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -220,7 +221,11 @@ def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproje
     runtime = table.get("runtime", {})
     if not isinstance(runtime, dict):
         raise ConfigError(f"{source}: 'tool.cg_lint.runtime' must be a table")
-    settings = Settings(root=root, config_file=source, runtime=runtime)
+    cache_dir = table.get("cache-dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise ConfigError(f"{source}: 'tool.cg_lint.cache-dir' must be a string (a folder)")
+    settings = Settings(root=root, config_file=source, runtime=runtime,
+                        cache_dir=os.path.join(root, cache_dir) if cache_dir else None)
     return settings.with_cli(
         select=codes("select"), ignore=codes("ignore"), extend_select=codes("extend-select"),
         exclude=strings("exclude"), extend_exclude=strings("extend-exclude"),

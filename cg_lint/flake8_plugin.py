@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cg_lint import __version__
+
+if TYPE_CHECKING:
+    from cg_lint.findings import FileResult
 
 
 def markers(decorators: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -24,6 +27,8 @@ class Plugin:
     version = __version__
     _decorators: frozenset[str] = frozenset()
     _markers: tuple[str, ...] = markers()
+    _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
+    _use_cache = True
 
     # flake8 makes this a tree plugin because __init__ asks for `tree`
     def __init__(self, tree: ast.AST | None, lines: list[str], filename: str = "(none)") -> None:
@@ -37,11 +42,21 @@ class Plugin:
             "--cg-decorators", default="", parse_from_config=True, comma_separated_list=True,
             help="extra qualified names that mean tf.custom_gradient (in-house wrappers)",
         )
+        option_manager.add_option(
+            "--cg-cache-dir", default=None, parse_from_config=True,
+            help="cg-lint's result cache folder (default: $CG_LINT_CACHE_DIR or ~/.cache/cg-lint)",
+        )
+        option_manager.add_option(
+            "--cg-no-cache", default=False, action="store_true", parse_from_config=True,
+            help="neither read nor write cg-lint's result cache",
+        )
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
         cls._decorators = frozenset(getattr(options, "cg_decorators", None) or ())
         cls._markers = markers(cls._decorators)
+        cls._cache_dir = getattr(options, "cg_cache_dir", None) or None
+        cls._use_cache = not getattr(options, "cg_no_cache", False)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:
@@ -53,14 +68,31 @@ class Plugin:
         source = "".join(self.lines)
         if not any(m in source for m in self._markers):
             return
-        # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
-        from cg_lint.engine import lint_source
 
         settings = Settings(select=("CG",), decorators=self._decorators)
+        # an unchanged file's result from an earlier run: no libcst, no parse (a fresh process each
+        # save is how most editors run flake8)
+        cache = key = None
+        if self._use_cache:
+            from cg_lint.result_cache import ResultCache, default_dir, lookup, settings_key
+
+            cache = ResultCache(self._cache_dir or default_dir(), settings_key(settings, "flake8", apply_noqa=False))
+            key, result = lookup(cache, self.filename, source.encode("utf-8", "surrogatepass"))
+            if result is not None:
+                yield from self._report(result)
+                return
+        # imported here so a flake8 run on files without custom gradients never pays for libcst
+        from cg_lint.engine import lint_source
+
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        # the language server keeps this process between saves: reuse unchanged statements' parse
+        # python-lsp-server keeps this process between saves: reuse unchanged statements' parse
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)
+        if cache is not None and key is not None:
+            cache.put(key, result)
+        yield from self._report(result)
+
+    def _report(self, result: FileResult) -> Iterator[tuple[int, int, str, type]]:
         error = result.error
         if error is not None and error.message.startswith("internal error"):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))

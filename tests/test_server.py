@@ -155,7 +155,7 @@ def run(coro_fn, tmp_path: Path, options: dict | None = None):
 
 def cli_findings(path: Path, cwd: Path) -> list[tuple[int, int, str, str]]:
     """(0-based line, 0-based column, code, message) of what ``cg-lint --format json`` reports."""
-    proc = run_cli(str(path), "--format", "json", cwd=cwd)
+    proc = run_cli(str(path), "--format", "json", "--no-cache", cwd=cwd)
     return [(f["line"] - 1, f["column"] - 1, f["code"], f["message"]) for f in json.loads(proc.stdout)]
 
 
