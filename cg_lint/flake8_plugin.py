@@ -68,23 +68,24 @@ class Plugin:
         source = "".join(self.lines)
         if not any(m in source for m in self._markers):
             return
-        from cg_lint.config import Settings
-
-        settings = Settings(select=("CG",), decorators=self._decorators)
         # an unchanged file's result from an earlier run: no libcst, no parse (a fresh process each
-        # save is how most editors run flake8)
+        # save is how most editors run flake8); built from the entry, not from findings
         cache = key = None
         if self._use_cache:
-            from cg_lint.result_cache import ResultCache, default_dir, lookup, settings_key
+            from cg_lint.result_cache import ResultCache, default_dir, flake8_key
 
-            cache = ResultCache(self._cache_dir or default_dir(), settings_key(settings, "flake8", apply_noqa=False))
-            key, result = lookup(cache, self.filename, source.encode("utf-8", "surrogatepass"))
-            if result is not None:
-                yield from self._report(result)
+            cache = ResultCache(self._cache_dir or default_dir(), flake8_key(self._decorators))
+            key = cache.key(self.filename, source.encode("utf-8", "surrogatepass"))
+            entry = cache.get_raw(key)
+            if entry is not None:
+                for f in entry["findings"]:
+                    yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
                 return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
+        from cg_lint.config import Settings
         from cg_lint.engine import lint_source
 
+        settings = Settings(select=("CG",), decorators=self._decorators)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         # python-lsp-server keeps this process between saves: reuse unchanged statements' parse
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)

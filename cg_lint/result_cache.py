@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cg_lint import __version__
-from cg_lint.findings import Edit, FileError, FileResult, Finding, Fix
+
+if TYPE_CHECKING:  # the flake8 plugin's hits never build findings: dataclasses cost ~4 ms to create
+    from cg_lint.findings import FileResult, Finding
 
 SCHEMA = 1
 MAX_ENTRIES = 20_000  # ~1-2 KB each: some 30 MB at most
@@ -83,9 +85,20 @@ def code_fingerprint() -> str:
 
 def settings_key(settings: Any, frontend: str, apply_noqa: bool = True) -> str:
     """What in ``settings`` can change a file's findings (the config is read once per run)."""
-    return repr((frontend, apply_noqa, settings.select, settings.ignore, settings.extend_select,
-                 settings.per_file_ignores, sorted(settings.decorators),
-                 os.path.abspath(settings.root) if settings.per_file_ignores else None))
+    return _key_of(frontend, apply_noqa, settings.select, settings.ignore, settings.extend_select,
+                   settings.per_file_ignores, settings.decorators, settings.root)
+
+
+def flake8_key(decorators: frozenset[str]) -> str:
+    """The flake8 plugin's settings (``Settings(select=("CG",), decorators=...)``, no ``# noqa``:
+    flake8 applies its own), without importing cg_lint.config on a hit."""
+    return _key_of("flake8", False, ("CG",), (), (), (), decorators, ".")
+
+
+def _key_of(frontend: str, apply_noqa: bool, select: tuple, ignore: tuple, extend_select: tuple,
+            per_file_ignores: tuple, decorators: frozenset[str], root: str) -> str:
+    return repr((frontend, apply_noqa, select, ignore, extend_select, per_file_ignores, sorted(decorators),
+                 os.path.abspath(root) if per_file_ignores else None))
 
 
 class ResultCache:
@@ -103,6 +116,17 @@ class ResultCache:
         return digest.hexdigest()
 
     def get(self, key: str) -> FileResult | None:
+        data = self.get_raw(key)
+        if data is None:
+            return None
+        try:
+            return _decode(data)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None  # an entry of the right schema but the wrong shape: a miss
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        """The entry as stored (JSON: ``findings`` as ``Finding.to_json`` gives them, ``error``,
+        ``parsed``), or None; the flake8 plugin reads its tuples straight from it."""
         entry = self.folder / key
         try:
             with open(entry, "rb") as fh:
@@ -112,17 +136,19 @@ class ResultCache:
         import json  # here: a run that finds nothing to lint never needs it
 
         try:
-            result = _decode(json.loads(raw))
-        except (ValueError, TypeError, KeyError, AttributeError):
-            result = None  # corrupt or foreign: a miss, replaced by the next write
-        if result is not None:
-            try:
-                os.utime(entry)  # most recently used: the last to be trimmed
-            except OSError:
-                pass
-        return result
+            data = json.loads(raw)
+        except ValueError:
+            return None  # corrupt: a miss, replaced by the next write
+        if not _valid(data):
+            return None
+        try:
+            os.utime(entry)  # most recently used: the last to be trimmed
+        except OSError:
+            pass
+        return data
 
     def put(self, key: str, result: FileResult) -> None:
+        """Keep ``result`` (findings from the text under this key)."""
         if result.error is not None and result.error.message.startswith("internal error"):
             return
         import json
@@ -188,10 +214,19 @@ def _encode(result: FileResult) -> dict[str, Any]:
     }
 
 
-def _decode(data: dict[str, Any]) -> FileResult | None:
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        return None
-    result = FileResult("", findings=[_finding(f) for f in data["findings"]], parsed=bool(data["parsed"]))
+def _valid(data: Any) -> bool:
+    """The shape every reader relies on (an entry that is not is a miss)."""
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("findings"), list):
+        return False
+    keys = {"line", "column", "code", "message"}
+    return all(isinstance(f, dict) and keys <= f.keys() and isinstance(f["line"], int) and isinstance(f["column"], int)
+               for f in data["findings"]) and (data.get("error") is None or isinstance(data["error"], list))
+
+
+def _decode(data: dict[str, Any]) -> FileResult:
+    from cg_lint.findings import FileError, FileResult
+
+    result = FileResult("", findings=[_finding(dict(f)) for f in data["findings"]], parsed=bool(data["parsed"]))
     if data["error"] is not None:
         message, line, column = data["error"]
         result.error = FileError("", str(message), line, column)
@@ -199,6 +234,8 @@ def _decode(data: dict[str, Any]) -> FileResult | None:
 
 
 def _finding(data: dict[str, Any]) -> Finding:
+    from cg_lint.findings import Edit, Finding, Fix
+
     fix = data.pop("fix")
     if fix is not None:
         fix = Fix(fix["title"], tuple(Edit(**e) for e in fix["edits"]), bool(fix["safe"]))
@@ -207,6 +244,8 @@ def _finding(data: dict[str, Any]) -> Finding:
 
 def with_path(result: FileResult, path: str) -> FileResult:
     """A cached result reported under ``path`` (the key holds it, the entry need not)."""
+    from cg_lint.findings import FileError
+
     result.path = path
     if result.error is not None:
         result.error = FileError(path, result.error.message, result.error.line, result.error.column)
@@ -222,4 +261,4 @@ def lookup(cache: ResultCache | None, path: str, data: bytes) -> tuple[str | Non
     return key, (with_path(hit, path) if hit is not None else None)
 
 
-__all__ = ["ResultCache", "default_dir", "lookup", "prune", "settings_key"]
+__all__ = ["ResultCache", "default_dir", "flake8_key", "lookup", "prune", "settings_key"]
