@@ -31,6 +31,7 @@ from cg_lint import __version__
 from cg_lint.config import Settings
 from cg_lint.findings import Finding
 from cg_lint.server import convert
+from cg_lint.server.incremental_ast import IncrementalAst
 from cg_lint.server.workspace_config import WorkspaceConfig
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -64,6 +65,7 @@ class CgLintServer(LanguageServer):
         super().__init__("cg-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.config = WorkspaceConfig()
         self.linted: dict[str, Linted] = {}
+        self.asts: dict[str, IncrementalAst] = {}  # per document: touched only on the worker thread
         self.schedules: dict[str, _Schedule] = {}
         self.debounce = 0.0  # seconds to wait after a change before linting (initializationOptions)
         self.rule_url: str | None = None
@@ -127,11 +129,18 @@ class CgLintServer(LanguageServer):
                 return Linted(version, text, [], [], [], None, path)
             settings = loaded.settings
             assert settings is not None
+            last = self.linted.get(uri)
+            if last is not None and last.text == text and last.settings is settings:
+                # the same text under the same settings (a save without edits): the same result
+                return Linted(version, text, last.lines, last.findings, last.diagnostics, settings, path)
             if settings.is_excluded(path):
                 return Linted(version, text, [], [], [], settings, path)
-            from cg_lint.engine import lint_source  # libcst: only once there is something to lint
+            from cg_lint.engine import lint_source, might_contain  # libcst: once there is something to lint
 
-            result = lint_source(text, path, settings, parse_cache=True)
+            # the ast of the edited statements only (the rest is the last lint's); None: a full parse
+            tree = self.asts.setdefault(uri, IncrementalAst()).parse(text) if might_contain(text, settings) \
+                else None
+            result = lint_source(text, path, settings, parse_cache=True, tree=tree)
             if result.error is not None:
                 internal = result.error.message.startswith("internal error")
                 self.log(f"cg-lint: {result.error.one_line()}",
@@ -282,6 +291,7 @@ def create_server() -> CgLintServer:
         uri = params.text_document.uri
         ls.linted.pop(uri, None)
         ls.schedules.pop(uri, None)
+        ls.linter.submit(ls.asts.pop, uri, None)  # on the worker thread, after a lint under way
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
