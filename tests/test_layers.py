@@ -22,7 +22,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("rules", ("cg_lint.rules",)),
     ("engine", ("cg_lint.engine",)),
     ("frontends", ("cg_lint.cli", "cg_lint.runner", "cg_lint.files", "cg_lint.fixes", "cg_lint.api",
-                   "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.__main__")),
+                   "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.__main__",
+                   "cg_lint.server")),
     ("runtime_check", ("runtime_check",)),
 )
 
