@@ -175,9 +175,9 @@ class CgLintServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             while True:
-                state.dirty = False
                 if delay:
                     await asyncio.sleep(delay)
+                state.dirty = False  # the text read below holds every change made until now
                 doc = self.open_document(uri)
                 if doc is None:
                     return  # closed meanwhile
