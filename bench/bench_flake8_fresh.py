@@ -41,8 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-# flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>` (as bench_lint.py)
-RUNNER = textwrap.dedent('''\
+# flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>` (bench_lint.py's)
+RUNNER = textwrap.dedent("""\
     import sys
     import flake8.plugins.finder as finder
     found = finder._find_importlib_plugins
@@ -50,17 +50,25 @@ RUNNER = textwrap.dedent('''\
         finder._find_importlib_plugins = lambda: (p for p in found() if p.entry_point.name != "CG")
     from flake8.main.cli import main
     sys.exit(main(sys.argv[1:]))
-''')
-FILES = {"typical": "python/keras/mixed_precision/test_util.py",
-         "no custom gradients": "python/keras/mixed_precision/policy.py"}
+""")
+FILES = {
+    "typical": "python/keras/mixed_precision/test_util.py",
+    "no custom gradients": "python/keras/mixed_precision/policy.py",
+}
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     """(wall seconds, CPU seconds, exit code) of one fresh process."""
     start = time.perf_counter()
-    pid = os.posix_spawn(command[0], command, env, file_actions=[
-        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
+    pid = os.posix_spawn(
+        command[0],
+        command,
+        env,
+        file_actions=[
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+            (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+        ],
+    )
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
     return wall, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
@@ -87,7 +95,9 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
                 "uncached": [PY, str(runner), "--cg", "--cg-no-cache", *common],
                 "flake8": [PY, "-m", "flake8", *common],
             }
-            codes = {name: run(command, env)[2] for name, command in arms.items()}  # warms the cache
+            codes = {
+                name: run(command, env)[2] for name, command in arms.items()
+            }  # warms the cache
             assert len(set(codes.values())) == 1, codes
             times: dict[str, list[float]] = {f"{n} {k}": [] for n in arms for k in ("wall", "cpu")}
             for _ in range(repeat):
@@ -108,16 +118,24 @@ def main() -> int:
     args = parser.parse_args()
     results = measure(args.repeat)
     print(f"fresh flake8 processes, {args.repeat} rounds; ratios against the baseline of this run")
-    print("| file | arm | wall median | CPU median | wall best | CPU best | ratio (CPU median) | "
-          "ratio (wall median) |")
+    print(
+        "| file | arm | wall median | CPU median | wall best | CPU best | ratio (CPU median) | "
+        "ratio (wall median) |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for label, times in results.items():
         base = {k: statistics.median(times[f"baseline {k}"]) for k in ("wall", "cpu")}
         for arm in ("baseline", "cached", "uncached", "flake8"):
             wall, cpu = times[f"{arm} wall"], times[f"{arm} cpu"]
-            print(f"| {label} ({int(times['lines'][0])} lines) | {arm} | {1e3 * statistics.median(wall):.0f} ms | "
-                  f"{1e3 * statistics.median(cpu):.0f} ms | {1e3 * min(wall):.0f} ms | {1e3 * min(cpu):.0f} ms | "
-                  f"{statistics.median(cpu) / base['cpu']:.3f} | {statistics.median(wall) / base['wall']:.3f} |")
+            wall_med, cpu_med = statistics.median(wall), statistics.median(cpu)
+            cells = [
+                f"{label} ({int(times['lines'][0])} lines)",
+                arm,
+                *(f"{1e3 * t:.0f} ms" for t in (wall_med, cpu_med, min(wall), min(cpu))),
+                f"{cpu_med / base['cpu']:.3f}",
+                f"{wall_med / base['wall']:.3f}",
+            ]
+            print("| " + " | ".join(cells) + " |")
     return 0
 
 

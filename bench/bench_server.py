@@ -45,8 +45,14 @@ class Client:
 
     def __init__(self, cwd: Path) -> None:
         env = dict(os.environ, PYTHONPATH=str(ROOT), CG_LINT_CACHE_DIR=str(cwd / "cache"))
-        self.proc = subprocess.Popen([sys.executable, "-m", "cg_lint", "server"], cwd=cwd, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cg_lint", "server"],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         self.next_id = 0
         self.buffer = b""
 
@@ -96,8 +102,13 @@ class Client:
         return self.wait_for(lambda m: m.get("id") == ident and "method" not in m)
 
     def diagnostics(self, uri: str, version: int) -> list:
-        message = self.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                                and m["params"]["uri"] == uri and m["params"].get("version") == version)
+        message = self.wait_for(
+            lambda m: (
+                m.get("method") == "textDocument/publishDiagnostics"
+                and m["params"]["uri"] == uri
+                and m["params"].get("version") == version
+            )
+        )
         return message["params"]["diagnostics"]
 
     def close(self) -> int | None:
@@ -128,12 +139,23 @@ def measure(lines: int, saves: int) -> dict:
     ops = re.findall(r"^def (op_\d+)\(", text, re.M)
     client = Client(folder)
     try:
-        client.request("initialize", {"processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {}})
+        client.request(
+            "initialize", {"processId": os.getpid(), "rootUri": folder.as_uri(), "capabilities": {}}
+        )
         client.send("initialized", {})
         version = 1
         start = time.perf_counter()
-        client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python",
-                                                              "version": version, "text": text}})
+        client.send(
+            "textDocument/didOpen",
+            {
+                "textDocument": {
+                    "uri": uri,
+                    "languageId": "python",
+                    "version": version,
+                    "text": text,
+                }
+            },
+        )
         found = client.diagnostics(uri, version)
         first = time.perf_counter() - start
 
@@ -141,8 +163,13 @@ def measure(lines: int, saves: int) -> dict:
             nonlocal version
             version += 1
             start = time.perf_counter()
-            client.send("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
-                                                   "contentChanges": [{"text": new}]})
+            client.send(
+                "textDocument/didChange",
+                {
+                    "textDocument": {"uri": uri, "version": version},
+                    "contentChanges": [{"text": new}],
+                },
+            )
             diagnostics = client.diagnostics(uri, version)
             return time.perf_counter() - start, len(diagnostics)
 
@@ -174,10 +201,16 @@ def measure(lines: int, saves: int) -> dict:
     finally:
         if client.proc.poll() is None:
             client.proc.kill()
-    return {"lines": text.count("\n"), "findings": len(found), "first_ms": 1e3 * first, "saves": saves,
-            "edited_ms": [1e3 * min(edited), 1e3 * statistics.median(edited)],
-            "unchanged_ms": [1e3 * min(unchanged), 1e3 * statistics.median(unchanged)],
-            "plugin_ms": [1e3 * min(plugin), 1e3 * statistics.median(plugin)], "exit": exit_code}
+    return {
+        "lines": text.count("\n"),
+        "findings": len(found),
+        "first_ms": 1e3 * first,
+        "saves": saves,
+        "edited_ms": [1e3 * min(edited), 1e3 * statistics.median(edited)],
+        "unchanged_ms": [1e3 * min(unchanged), 1e3 * statistics.median(unchanged)],
+        "plugin_ms": [1e3 * min(plugin), 1e3 * statistics.median(plugin)],
+        "exit": exit_code,
+    }
 
 
 def main() -> int:
@@ -190,18 +223,27 @@ def main() -> int:
     if args.json:
         print(json.dumps(result))
         return 0
-    print(f"cg-lint server, {result['lines']:,}-line generated file, {result['findings']} diagnostics, "
-          f"{result['saves']} changes of each kind")
+    lines, findings, saves = result["lines"], result["findings"], result["saves"]
+    print(f"cg-lint server, {lines:,}-line generated file, {findings} diagnostics, {saves} changes")
     print("| measure | best | median | goal |")
     print("|---|---|---|---|")
-    print(f"| didChange -> publishDiagnostics, one function edited | {result['edited_ms'][0]:.0f} ms | "
-          f"{result['edited_ms'][1]:.0f} ms | <= 50 ms |")
-    print(f"| didChange -> publishDiagnostics, text unchanged | {result['unchanged_ms'][0]:.0f} ms | "
-          f"{result['unchanged_ms'][1]:.0f} ms | |")
-    print(f"| baseline: the flake8 plugin's run() in a warm process, one function edited | "
-          f"{result['plugin_ms'][0]:.0f} ms | {result['plugin_ms'][1]:.0f} ms | |")
-    print(f"| didOpen -> first publishDiagnostics (imports libcst, parses everything) | "
-          f"{result['first_ms']:.0f} ms | | |")
+    edited, unchanged = result["edited_ms"], result["unchanged_ms"]
+    print(
+        f"| didChange -> publishDiagnostics, one function edited | {edited[0]:.0f} ms | "
+        f"{edited[1]:.0f} ms | <= 50 ms |"
+    )
+    print(
+        f"| didChange -> publishDiagnostics, text unchanged | {unchanged[0]:.0f} ms | "
+        f"{unchanged[1]:.0f} ms | |"
+    )
+    print(
+        f"| baseline: the flake8 plugin's run() in a warm process, one function edited | "
+        f"{result['plugin_ms'][0]:.0f} ms | {result['plugin_ms'][1]:.0f} ms | |"
+    )
+    print(
+        f"| didOpen -> first publishDiagnostics (imports libcst, parses everything) | "
+        f"{result['first_ms']:.0f} ms | | |"
+    )
     print(f"server exit code after shutdown/exit: {result['exit']}")
     return 0
 

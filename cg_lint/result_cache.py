@@ -24,6 +24,7 @@ a hash, an ``open`` and a small ``json.loads``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ def default_dir() -> str:
 
 
 def code_fingerprint() -> str:
-    """cg-lint's version and the (name, size, mtime) of each of its modules, hashed once per process."""
+    """cg-lint's version and each module's (name, size, mtime), hashed once per process."""
     global _fingerprint
     if _fingerprint is None:
         digest = _hasher(__version__.encode())
@@ -85,8 +86,16 @@ def code_fingerprint() -> str:
 
 def settings_key(settings: Any, frontend: str, apply_noqa: bool = True) -> str:
     """What in ``settings`` can change a file's findings (the config is read once per run)."""
-    return _key_of(frontend, apply_noqa, settings.select, settings.ignore, settings.extend_select,
-                   settings.per_file_ignores, settings.decorators, settings.root)
+    return _key_of(
+        frontend,
+        apply_noqa,
+        settings.select,
+        settings.ignore,
+        settings.extend_select,
+        settings.per_file_ignores,
+        settings.decorators,
+        settings.root,
+    )
 
 
 def flake8_key(decorators: frozenset[str]) -> str:
@@ -95,10 +104,28 @@ def flake8_key(decorators: frozenset[str]) -> str:
     return _key_of("flake8", False, ("CG",), (), (), (), decorators, ".")
 
 
-def _key_of(frontend: str, apply_noqa: bool, select: tuple, ignore: tuple, extend_select: tuple,
-            per_file_ignores: tuple, decorators: frozenset[str], root: str) -> str:
-    return repr((frontend, apply_noqa, select, ignore, extend_select, per_file_ignores, sorted(decorators),
-                 os.path.abspath(root) if per_file_ignores else None))
+def _key_of(
+    frontend: str,
+    apply_noqa: bool,
+    select: tuple,
+    ignore: tuple,
+    extend_select: tuple,
+    per_file_ignores: tuple,
+    decorators: frozenset[str],
+    root: str,
+) -> str:
+    return repr(
+        (
+            frontend,
+            apply_noqa,
+            select,
+            ignore,
+            extend_select,
+            per_file_ignores,
+            sorted(decorators),
+            os.path.abspath(root) if per_file_ignores else None,
+        )
+    )
 
 
 class ResultCache:
@@ -141,10 +168,8 @@ class ResultCache:
             return None  # corrupt: a miss, replaced by the next write
         if not _valid(data):
             return None
-        try:
+        with contextlib.suppress(OSError):
             os.utime(entry)  # most recently used: the last to be trimmed
-        except OSError:
-            pass
         return data
 
     def put(self, key: str, result: FileResult) -> None:
@@ -155,7 +180,9 @@ class ResultCache:
 
         try:
             self._prepare()
-            data = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8", "surrogatepass")
+            data = json.dumps(_encode(result), separators=(",", ":")).encode(
+                "utf-8", "surrogatepass"
+            )
             temp = self.folder / f".{key}.{os.getpid()}.tmp"
             with open(temp, "wb") as fh:
                 fh.write(data)
@@ -169,9 +196,14 @@ class ResultCache:
         if self._ready:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
-        for name, text in ((".gitignore", "# created by cg-lint\n*\n"),
-                           ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n"
-                                            "# cg-lint's result cache; see https://bford.info/cachedir/\n")):
+        for name, text in (
+            (".gitignore", "# created by cg-lint\n*\n"),
+            (
+                "CACHEDIR.TAG",
+                "Signature: 8a477f597d28d172789f06886806bc55\n"
+                "# cg-lint's result cache; see https://bford.info/cachedir/\n",
+            ),
+        ):
             marker = self.root / name
             if not marker.exists():
                 marker.write_text(text, encoding="utf-8")
@@ -216,17 +248,28 @@ def _encode(result: FileResult) -> dict[str, Any]:
 
 def _valid(data: Any) -> bool:
     """The shape every reader relies on (an entry that is not is a miss)."""
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA or not isinstance(data.get("findings"), list):
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != SCHEMA
+        or not isinstance(data.get("findings"), list)
+    ):
         return False
     keys = {"line", "column", "code", "message"}
-    return all(isinstance(f, dict) and keys <= f.keys() and isinstance(f["line"], int) and isinstance(f["column"], int)
-               for f in data["findings"]) and (data.get("error") is None or isinstance(data["error"], list))
+    return all(
+        isinstance(f, dict)
+        and keys <= f.keys()
+        and isinstance(f["line"], int)
+        and isinstance(f["column"], int)
+        for f in data["findings"]
+    ) and (data.get("error") is None or isinstance(data["error"], list))
 
 
 def _decode(data: dict[str, Any]) -> FileResult:
     from cg_lint.findings import FileError, FileResult
 
-    result = FileResult("", findings=[_finding(dict(f)) for f in data["findings"]], parsed=bool(data["parsed"]))
+    result = FileResult(
+        "", findings=[_finding(dict(f)) for f in data["findings"]], parsed=bool(data["parsed"])
+    )
     if data["error"] is not None:
         message, line, column = data["error"]
         result.error = FileError("", str(message), line, column)
@@ -252,7 +295,9 @@ def with_path(result: FileResult, path: str) -> FileResult:
     return result
 
 
-def lookup(cache: ResultCache | None, path: str, data: bytes) -> tuple[str | None, FileResult | None]:
+def lookup(
+    cache: ResultCache | None, path: str, data: bytes
+) -> tuple[str | None, FileResult | None]:
     """(the key, the cached result or None); (None, None) without a cache."""
     if cache is None:
         return None, None

@@ -22,14 +22,23 @@ ARITY = (ROOT / "examples" / "arity.py").read_text(encoding="utf-8")
 ENTRIES = "results-v1"
 
 
-def run(*args: str, cwd: Path, cache: Path | None, stdin: str | None = None, module: str = "cg_lint",
-        importtime: bool = False, pythonpath: Path = ROOT) -> subprocess.CompletedProcess:
+def run(
+    *args: str,
+    cwd: Path,
+    cache: Path | None,
+    stdin: str | None = None,
+    module: str = "cg_lint",
+    importtime: bool = False,
+    pythonpath: Path = ROOT,
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(pythonpath), NO_COLOR="1")
     env.pop("CG_LINT_CACHE_DIR", None)
     if cache is not None:
         env["CG_LINT_CACHE_DIR"] = str(cache)
     command = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", module, *args]
-    return subprocess.run(command, cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        command, cwd=cwd, input=stdin, capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def entries(cache: Path) -> list[Path]:
@@ -43,7 +52,11 @@ def imported_libcst(proc: subprocess.CompletedProcess) -> bool:
 
 def output(proc: subprocess.CompletedProcess) -> tuple[int, str, list[str]]:
     """What a user sees, without -X importtime's lines."""
-    return proc.returncode, proc.stdout, [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")]
+    return (
+        proc.returncode,
+        proc.stdout,
+        [ln for ln in proc.stderr.splitlines() if not ln.startswith("import time:")],
+    )
 
 
 def test_second_cli_run_is_a_hit_with_the_same_output(tmp_path):
@@ -59,7 +72,9 @@ def test_second_cli_run_is_a_hit_with_the_same_output(tmp_path):
     # the two candidate files have one entry each (a file without the marker is never looked up)
     assert len(entries(cache)) == 2
     fixes = [f["fix"] for f in json.loads(warm.stdout) if f["fix"]]
-    assert fixes == [{"title": "Wrap the outputs in a tuple", "safe": True, "edits": fixes[0]["edits"]}]
+    assert fixes == [
+        {"title": "Wrap the outputs in a tuple", "safe": True, "edits": fixes[0]["edits"]}
+    ]
     # the fix from a cached result still applies
     fixed = run(".", "--fix", cwd=tmp_path, cache=cache)
     assert "Fixed 1 problem, 2 remaining" in fixed.stderr
@@ -75,7 +90,9 @@ def test_an_edit_or_other_settings_miss(tmp_path):
     # other settings: their own entry, their own result
     ignored = run("bad.py", "--ignore", "CG003", cwd=tmp_path, cache=cache, importtime=True)
     assert (ignored.returncode, ignored.stdout) == (0, "") and imported_libcst(ignored)
-    (tmp_path / "pyproject.toml").write_text('[tool.cg_lint]\nper-file-ignores = { "bad.py" = ["CG003"] }\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cg_lint]\nper-file-ignores = { "bad.py" = ["CG003"] }\n'
+    )
     per_file = run("bad.py", cwd=tmp_path, cache=cache, importtime=True)
     assert (per_file.returncode, per_file.stdout) == (0, "") and imported_libcst(per_file)
     (tmp_path / "pyproject.toml").unlink()
@@ -88,7 +105,9 @@ def test_an_edit_or_other_settings_miss(tmp_path):
 
 def test_an_edited_cg_lint_never_reads_the_old_results(tmp_path):
     # a copy of the package, so that editing one of its modules touches nothing else
-    shutil.copytree(ROOT / "cg_lint", tmp_path / "pkg" / "cg_lint", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "cg_lint", tmp_path / "pkg" / "cg_lint", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (tmp_path / "bad.py").write_text(BAD)
     cache = tmp_path / "cache"
     pkg = tmp_path / "pkg"
@@ -107,7 +126,13 @@ def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
     cache = tmp_path / "cache"
     cold = run("bad.py", cwd=tmp_path, cache=cache)
     [entry] = entries(cache)
-    for garbage in (b"", b"{not json", b'{"schema": 1, "findings": [{"nope": 1}]}', b"\xff\xfe", b"[]"):
+    for garbage in (
+        b"",
+        b"{not json",
+        b'{"schema": 1, "findings": [{"nope": 1}]}',
+        b"\xff\xfe",
+        b"[]",
+    ):
         entry.write_bytes(garbage)
         again = run("bad.py", cwd=tmp_path, cache=cache, importtime=True)
         assert imported_libcst(again) and output(again) == output(cold)
@@ -138,7 +163,7 @@ def test_no_cache_cache_dir_and_the_setting(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.cg_lint]\ncache-dir = ".cg_lint_cache"\n')
     run("bad.py", cwd=tmp_path, cache=default)
     assert len(entries(tmp_path / ".cg_lint_cache")) == 1 and not default.exists()
-    (tmp_path / "pyproject.toml").write_text('[tool.cg_lint]\ncache-dir = 3\n')
+    (tmp_path / "pyproject.toml").write_text("[tool.cg_lint]\ncache-dir = 3\n")
     bad = run("bad.py", cwd=tmp_path, cache=default)
     assert bad.returncode == 2
     assert bad.stderr.strip().endswith("'tool.cg_lint.cache-dir' must be a string (a folder)")
@@ -147,7 +172,9 @@ def test_no_cache_cache_dir_and_the_setting(tmp_path):
 def test_stdin_is_cached_under_its_display_name(tmp_path):
     cache = tmp_path / "cache"
     cold = run("-", "--stdin-filename", "src/bad.py", cwd=tmp_path, cache=cache, stdin=BAD)
-    warm = run("-", "--stdin-filename", "src/bad.py", cwd=tmp_path, cache=cache, stdin=BAD, importtime=True)
+    warm = run(
+        "-", "--stdin-filename", "src/bad.py", cwd=tmp_path, cache=cache, stdin=BAD, importtime=True
+    )
     assert "src/bad.py:7:9: CG003" in cold.stdout and output(cold) == output(warm)
     assert not imported_libcst(warm)
 
@@ -161,6 +188,7 @@ def test_unparsable_files_are_cached_with_their_error(tmp_path):
 
 
 # --- flake8 ---------------------------------------------------------------------------------------
+
 
 def test_flake8_second_run_is_a_hit(tmp_path):
     pytest.importorskip("flake8")
@@ -185,6 +213,7 @@ def test_flake8_second_run_is_a_hit(tmp_path):
 
 # --- in-process: bounds and what is never kept ------------------------------------------------
 
+
 def test_prune_keeps_the_most_recently_used(tmp_path):
     from cg_lint.result_cache import PRUNE_TO, prune
 
@@ -195,7 +224,9 @@ def test_prune_keeps_the_most_recently_used(tmp_path):
         os.utime(folder / f"{i:02d}", ns=(i * 10**9, i * 10**9))
     assert prune(folder, max_entries=60) == 0
     assert prune(folder, max_entries=40) == 50 - int(40 * PRUNE_TO)
-    assert sorted(p.name for p in folder.iterdir()) == [f"{i:02d}" for i in range(50 - int(40 * PRUNE_TO), 50)]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        f"{i:02d}" for i in range(50 - int(40 * PRUNE_TO), 50)
+    ]
 
 
 def test_internal_errors_are_never_kept(tmp_path):
@@ -204,11 +235,23 @@ def test_internal_errors_are_never_kept(tmp_path):
 
     cache = ResultCache(tmp_path, "settings")
     key = cache.key("a.py", b"data")
-    cache.put(key, FileResult("a.py", error=FileError("a.py", "internal error: boom (please report this)")))
+    cache.put(
+        key,
+        FileResult("a.py", error=FileError("a.py", "internal error: boom (please report this)")),
+    )
     assert cache.get(key) is None and entries(tmp_path) == []
-    cache.put(key, FileResult("a.py", error=FileError("a.py", "cannot parse: invalid syntax", 3, 7), parsed=False))
+    cache.put(
+        key,
+        FileResult(
+            "a.py", error=FileError("a.py", "cannot parse: invalid syntax", 3, 7), parsed=False
+        ),
+    )
     hit = cache.get(key)
-    assert hit is not None and (hit.error.message, hit.error.line, hit.error.column) == ("cannot parse: invalid syntax", 3, 7)
+    assert hit is not None and (hit.error.message, hit.error.line, hit.error.column) == (
+        "cannot parse: invalid syntax",
+        3,
+        7,
+    )
 
 
 def test_the_hook_command_uses_the_cache(tmp_path):

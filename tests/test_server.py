@@ -31,6 +31,7 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 # --- a tiny editor --------------------------------------------------------------------------------
 
+
 def offset_of(text: str, pos: types.Position) -> int:
     """An LSP position (UTF-16 columns) as an offset into ``text``: what an editor computes."""
     starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
@@ -43,8 +44,10 @@ def offset_of(text: str, pos: types.Position) -> int:
 
 
 def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
-    spans = sorted(((offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text) for e in edits),
-                   reverse=True)
+    spans = sorted(
+        ((offset_of(text, e.range.start), offset_of(text, e.range.end), e.new_text) for e in edits),
+        reverse=True,
+    )
     for start, end, new in spans:
         text = text[:start] + new + text[end:]
     return text
@@ -81,26 +84,51 @@ class Editor:
 
     async def start(self, options: dict | None = None) -> types.InitializeResult:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        await self.client.start_io(sys.executable, "-m", "cg_lint", "server", cwd=str(self.cwd), env=env)
-        caps = types.ClientCapabilities(workspace=types.WorkspaceClientCapabilities(
-            did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(dynamic_registration=True)))
-        result = await asyncio.wait_for(self.client.initialize_async(types.InitializeParams(
-            capabilities=caps, root_uri=self.cwd.as_uri(), process_id=os.getpid(),
-            initialization_options=options)), WAIT)
+        await self.client.start_io(
+            sys.executable, "-m", "cg_lint", "server", cwd=str(self.cwd), env=env
+        )
+        caps = types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(
+                did_change_watched_files=types.DidChangeWatchedFilesClientCapabilities(
+                    dynamic_registration=True
+                )
+            )
+        )
+        result = await asyncio.wait_for(
+            self.client.initialize_async(
+                types.InitializeParams(
+                    capabilities=caps,
+                    root_uri=self.cwd.as_uri(),
+                    process_id=os.getpid(),
+                    initialization_options=options,
+                )
+            ),
+            WAIT,
+        )
         self.client.initialized(types.InitializedParams())
         return result
 
     def open(self, uri: str, text: str) -> None:
         self.versions[uri], self.texts[uri] = 1, text
-        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
-            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
 
     def change(self, uri: str, text: str) -> None:
         self.versions[uri] += 1
         self.texts[uri] = text
-        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
-            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(
+                    uri=uri, version=self.versions[uri]
+                ),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
 
     async def diagnostics(self, uri: str) -> list[types.Diagnostic]:
         """The next diagnostics published for ``uri`` at its current version."""
@@ -109,16 +137,31 @@ class Editor:
             if params.uri == uri and params.version in (None, self.versions.get(uri)):
                 return list(params.diagnostics)
 
-    async def actions(self, uri: str, rng: types.Range, only: list[str] | None = None) -> list[types.CodeAction]:
-        result = await asyncio.wait_for(self.client.text_document_code_action_async(types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uri), range=rng,
-            context=types.CodeActionContext(diagnostics=[], only=only))), WAIT)
+    async def actions(
+        self, uri: str, rng: types.Range, only: list[str] | None = None
+    ) -> list[types.CodeAction]:
+        result = await asyncio.wait_for(
+            self.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    range=rng,
+                    context=types.CodeActionContext(diagnostics=[], only=only),
+                )
+            ),
+            WAIT,
+        )
         return [a for a in result or [] if isinstance(a, types.CodeAction)]
 
     async def hover(self, uri: str, line: int, character: int) -> types.Hover | None:
-        return await asyncio.wait_for(self.client.text_document_hover_async(types.HoverParams(
-            text_document=types.TextDocumentIdentifier(uri=uri),
-            position=types.Position(line=line, character=character))), WAIT)
+        return await asyncio.wait_for(
+            self.client.text_document_hover_async(
+                types.HoverParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    position=types.Position(line=line, character=character),
+                )
+            ),
+            WAIT,
+        )
 
     async def stop(self) -> int | None:
         """shutdown + exit; the process's exit code (None if it had to be killed)."""
@@ -156,14 +199,19 @@ def run(coro_fn, tmp_path: Path, options: dict | None = None):
 def cli_findings(path: Path, cwd: Path) -> list[tuple[int, int, str, str]]:
     """(0-based line, 0-based column, code, message) of what ``cg-lint --format json`` reports."""
     proc = run_cli(str(path), "--format", "json", "--no-cache", cwd=cwd)
-    return [(f["line"] - 1, f["column"] - 1, f["code"], f["message"]) for f in json.loads(proc.stdout)]
+    return [
+        (f["line"] - 1, f["column"] - 1, f["code"], f["message"]) for f in json.loads(proc.stdout)
+    ]
 
 
 def as_tuples(diagnostics: list[types.Diagnostic]) -> list[tuple[int, int, str, str]]:
-    return sorted((d.range.start.line, d.range.start.character, str(d.code), d.message) for d in diagnostics)
+    return sorted(
+        (d.range.start.line, d.range.start.character, str(d.code), d.message) for d in diagnostics
+    )
 
 
 # --- the session the issue describes --------------------------------------------------------------
+
 
 def test_open_change_fix_hover_and_exit(tmp_path):
     path = tmp_path / "arity.py"
@@ -177,8 +225,12 @@ def test_open_change_fix_hover_and_exit(tmp_path):
         diags = await editor.diagnostics(uri)
         # the CLI's positions (0-based), codes and messages, each linking to its rule page
         assert as_tuples(diags) == expected
-        assert all(d.source == "cg-lint" and d.code_description is not None
-                   and d.code_description.href.endswith(f"/{d.code}.md") for d in diags)
+        assert all(
+            d.source == "cg-lint"
+            and d.code_description is not None
+            and d.code_description.href.endswith(f"/{d.code}.md")
+            for d in diags
+        )
 
         # three lines above everything: the same findings, three lines further down
         moved = "import os\nimport sys\n\n" + ARITY
@@ -206,7 +258,8 @@ def test_open_change_fix_hover_and_exit(tmp_path):
         silenced = apply_edits(fixed, actions[0].edit.changes[uri])
         compile(silenced, "arity.py", "exec")
         assert silenced.splitlines()[cg003.range.start.line].endswith(
-            "return tf.clip_by_value(dy * w, -1.0, 1.0)  # noqa: CG003")
+            "return tf.clip_by_value(dy * w, -1.0, 1.0)  # noqa: CG003"
+        )
         editor.change(uri, silenced)
         assert [str(d.code) for d in await editor.diagnostics(uri)] == ["CG002"]
 
@@ -239,18 +292,29 @@ def test_fix_all_source_action(tmp_path):
     async def session(editor: Editor):
         editor.open(uri, source)
         assert sorted(str(d.code) for d in await editor.diagnostics(uri)).count("CG001") == 2
-        whole = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0))
+        whole = types.Range(
+            start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)
+        )
         actions = await editor.actions(uri, whole, only=[types.CodeActionKind.SourceFixAll])
-        assert [(a.title, a.kind) for a in actions] == [("Fix all cg-lint problems", "source.fixAll.cg-lint")]
+        assert [(a.title, a.kind) for a in actions] == [
+            ("Fix all cg-lint problems", "source.fixAll.cg-lint")
+        ]
         fixed = apply_edits(source, actions[0].edit.changes[uri])
         compile(fixed, "two.py", "exec")
-        assert fixed.count("return (a + b, a - b), grad") == 1 and "return (mean, spread), grad" in fixed
-        # only the changed lines are replaced (the editor keeps the cursor and undo history elsewhere)
+        assert (
+            fixed.count("return (a + b, a - b), grad") == 1
+            and "return (mean, spread), grad" in fixed
+        )
+        # only the changed lines are replaced (the editor keeps cursor and undo history elsewhere)
         assert all(e.range.end.line - e.range.start.line < 40 for e in actions[0].edit.changes[uri])
         # quick fixes are not offered when only source actions are asked for, and vice versa
-        cg001 = types.Range(start=types.Position(line=30, character=4), end=types.Position(line=30, character=5))
-        assert all(a.kind == types.CodeActionKind.QuickFix
-                   for a in await editor.actions(uri, cg001, only=[types.CodeActionKind.QuickFix]))
+        cg001 = types.Range(
+            start=types.Position(line=30, character=4), end=types.Position(line=30, character=5)
+        )
+        assert all(
+            a.kind == types.CodeActionKind.QuickFix
+            for a in await editor.actions(uri, cg001, only=[types.CodeActionKind.QuickFix])
+        )
         editor.change(uri, fixed)
         assert "CG001" not in [str(d.code) for d in await editor.diagnostics(uri)]
         # nothing left to fix: no fix-all action
@@ -261,7 +325,7 @@ def test_fix_all_source_action(tmp_path):
 
 def test_columns_are_utf16_code_units(tmp_path):
     # the return statement starts after an emoji (two UTF-16 units, one character)
-    source = textwrap.dedent('''\
+    source = textwrap.dedent("""\
         import tensorflow as tf
 
 
@@ -269,8 +333,8 @@ def test_columns_are_utf16_code_units(tmp_path):
         def f(x):
             def grad(dy):
                 return dy
-            tag = "\U0001F600"; return x, x, grad
-    ''')
+            tag = "\U0001f600"; return x, x, grad
+    """)
     uri = (tmp_path / "emoji.py").as_uri()
     (tmp_path / "emoji.py").write_text(source, encoding="utf-8")
     [(line, column, code, _)] = cli_findings(tmp_path / "emoji.py", tmp_path)
@@ -284,12 +348,13 @@ def test_columns_are_utf16_code_units(tmp_path):
         assert [a.kind for a in actions] == ["quickfix", "quickfix", "source.fixAll.cg-lint"]
         fix = actions[0]
         fixed = apply_edits(source, fix.edit.changes[uri])
-        assert fixed.splitlines()[7] == '    tag = "\U0001F600"; return (x, x), grad'
+        assert fixed.splitlines()[7] == '    tag = "\U0001f600"; return (x, x), grad'
 
     run(session, tmp_path)
 
 
 # --- configuration -----------------------------------------------------------------------------
+
 
 def test_config_from_pyproject_and_reloaded_when_it_changes(tmp_path):
     project = tmp_path / "proj"
@@ -301,14 +366,18 @@ def test_config_from_pyproject_and_reloaded_when_it_changes(tmp_path):
     async def session(editor: Editor):
         editor.open(uri, ARITY)
         assert sorted(str(d.code) for d in await editor.diagnostics(uri)) == ["CG001", "CG002"]
-        assert [(r.method, r.register_options["watchers"][0]["globPattern"])
-                                                 for r in editor.registrations] == [
-            ("workspace/didChangeWatchedFiles", "**/pyproject.toml")]
+        assert [
+            (r.method, r.register_options["watchers"][0]["globPattern"])
+            for r in editor.registrations
+        ] == [("workspace/didChangeWatchedFiles", "**/pyproject.toml")]
 
         # the client watches pyproject.toml and says it changed: every open document is re-linted
         config.write_text('[tool.cg_lint]\nignore = ["CG002"]\n', encoding="utf-8")
-        editor.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
-            changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]))
+        editor.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]
+            )
+        )
         assert sorted(str(d.code) for d in await editor.diagnostics(uri)) == ["CG001", "CG003"]
 
         # a client that does not: the next lint sees the new modification time
@@ -328,6 +397,7 @@ def test_config_from_pyproject_and_reloaded_when_it_changes(tmp_path):
 
 # --- faults: logged, and the server goes on -------------------------------------------------------
 
+
 def test_a_crash_in_one_document_is_logged_and_the_server_keeps_serving(tmp_path):
     good = tmp_path / "arity.py"
     # a path the file system refuses (an embedded NUL byte): looking up its settings raises
@@ -337,7 +407,9 @@ def test_a_crash_in_one_document_is_logged_and_the_server_keeps_serving(tmp_path
         editor.open(broken, ARITY)
         assert await editor.diagnostics(broken) == []
         errors = [m.message for m in editor.logs if m.type == types.MessageType.Error]
-        assert len(errors) == 1 and errors[0].startswith(f"cg-lint: internal error while linting {broken}: ValueError")
+        assert len(errors) == 1 and errors[0].startswith(
+            f"cg-lint: internal error while linting {broken}: ValueError"
+        )
         editor.open(good.as_uri(), ARITY)
         assert len(await editor.diagnostics(good.as_uri())) == 3
         assert await editor.hover(good.as_uri(), 15, 8) is not None
@@ -350,14 +422,18 @@ def test_a_config_the_toml_reader_cannot_take_is_reported_and_the_server_keeps_s
     bad, good = tmp_path / "bad", tmp_path / "good"
     bad.mkdir(), good.mkdir()
     # nested deeper than tomllib's recursion can follow
-    (bad / "pyproject.toml").write_text("[tool.cg_lint]\nselect = " + "[" * 5000 + "]" * 5000 + "\n")
+    (bad / "pyproject.toml").write_text(
+        "[tool.cg_lint]\nselect = " + "[" * 5000 + "]" * 5000 + "\n"
+    )
 
     async def session(editor: Editor):
         editor.open((bad / "a.py").as_uri(), ARITY)
         assert await editor.diagnostics((bad / "a.py").as_uri()) == []
         errors = [m.message for m in editor.logs if m.type == types.MessageType.Error]
         assert len(errors) == 1 and "pyproject.toml" in errors[0] and "\n" not in errors[0]
-        assert [m.message for m in editor.shown] == [errors[0].replace("cg-lint: error: ", "cg-lint: ")]
+        assert [m.message for m in editor.shown] == [
+            errors[0].replace("cg-lint: error: ", "cg-lint: ")
+        ]
         editor.open((good / "a.py").as_uri(), ARITY)
         assert len(await editor.diagnostics((good / "a.py").as_uri())) == 3
         assert await editor.stop() == 0
@@ -382,10 +458,17 @@ def test_unparsable_text_clears_the_diagnostics(tmp_path):
 
 # --- the process ---------------------------------------------------------------------------------
 
+
 def test_closing_stdin_ends_the_server(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "cg_lint", "server"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cg_lint", "server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env,
+    )
     try:
         proc.stdin.close()
         assert proc.wait(timeout=WAIT) == 1  # the client went away without `shutdown`
@@ -397,10 +480,20 @@ def test_closing_stdin_ends_the_server(tmp_path):
 
 def test_without_pygls_one_line_and_exit_2(tmp_path):
     # pygls made unimportable in a real interpreter (sys.modules[name] = None makes `import` fail)
-    code = ("import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; "
-            "sys.exit(main(['server']))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=WAIT)
+    code = (
+        "import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; "
+        "sys.exit(main(['server']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=WAIT,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "
-                           "pip install 'cg-lint[server]'\n")
+    assert proc.stderr == (
+        "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "
+        "pip install 'cg-lint[server]'\n"
+    )

@@ -33,8 +33,11 @@ def test_vs_code_settings_start_the_server_and_name_the_fix_all_kind():
     assert [settings["glspc.server.command"], *settings["glspc.server.commandArguments"]] == COMMAND
     assert settings["glspc.server.languageId"] == ["python"]
     assert list(settings["editor.codeActionsOnSave"]) == ["source.fixAll.cg-lint"]
-    assert pylsp == {"pylsp.plugins.flake8.enabled": True, "pylsp.plugins.pyflakes.enabled": False,
-                     "pylsp.plugins.pycodestyle.enabled": False}
+    assert pylsp == {
+        "pylsp.plugins.flake8.enabled": True,
+        "pylsp.plugins.pyflakes.enabled": False,
+        "pylsp.plugins.pycodestyle.enabled": False,
+    }
 
 
 def test_neovim_helix_and_emacs_start_the_server():
@@ -42,27 +45,50 @@ def test_neovim_helix_and_emacs_start_the_server():
     assert len(lua) == 2 and all('cmd = { "cg-lint", "server" }' in b for b in lua)
     assert all('"python"' in b for b in lua)
     [helix] = (tomllib.loads(b) for b in blocks("toml"))
-    assert [helix["language-server"]["cg-lint"]["command"], *helix["language-server"]["cg-lint"]["args"]] == COMMAND
-    assert "cg-lint" in helix["language"][0]["language-servers"] and helix["language"][0]["name"] == "python"
+    assert [
+        helix["language-server"]["cg-lint"]["command"],
+        *helix["language-server"]["cg-lint"]["args"],
+    ] == COMMAND
+    assert (
+        "cg-lint" in helix["language"][0]["language-servers"]
+        and helix["language"][0]["name"] == "python"
+    )
     [elisp] = blocks("elisp")
     assert '("cg-lint" "server")' in elisp and "python-mode" in elisp
 
 
 def test_the_line_without_pygls_is_what_the_command_prints(tmp_path):
     [shown] = [b for b in blocks("text") if "pygls" in b]
-    code = "import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; sys.exit(main(['server']))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    code = (
+        "import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; "
+        "sys.exit(main(['server']))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=120,
+    )
     assert (proc.returncode, proc.stderr) == (2, shown)
     assert '$ python -m pip install "cg-lint[server]"' in DOC
-    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert extras["server"] == ["pygls>=2", "lsprotocol"] and set(extras["server"]) <= set(extras["test"])
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["server"] == ["pygls>=2", "lsprotocol"] and set(extras["server"]) <= set(
+        extras["test"]
+    )
 
 
 def test_the_documented_cache_flags_exist(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    cli = subprocess.run([sys.executable, "-m", "cg_lint", "--help"], capture_output=True, text=True, env=env)
-    f8 = subprocess.run([sys.executable, "-m", "flake8", "--help"], capture_output=True, text=True, env=env)
+    cli = subprocess.run(
+        [sys.executable, "-m", "cg_lint", "--help"], capture_output=True, text=True, env=env
+    )
+    f8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--help"], capture_output=True, text=True, env=env
+    )
     for flag in re.findall(r"`(--[a-z-]+)", DOC.split("## The result cache")[1]):
         assert flag in (cli.stdout + f8.stdout), flag
     assert "cache-dir" in (ROOT / "cg_lint" / "config.py").read_text()
@@ -93,11 +119,16 @@ def test_rule_url_option_and_advertised_capabilities(tmp_path):
         try:
             caps = result.capabilities
             assert caps.hover_provider
-            assert set(caps.code_action_provider.code_action_kinds) == {"quickfix", "source.fixAll.cg-lint"}
+            assert set(caps.code_action_provider.code_action_kinds) == {
+                "quickfix",
+                "source.fixAll.cg-lint",
+            }
             assert caps.text_document_sync.change == types.TextDocumentSyncKind.Full
             editor.open(uri, ARITY)
             hrefs = {d.code_description.href for d in await editor.diagnostics(uri)}
-            assert hrefs == {f"https://example.org/rules/{c}.html" for c in ("CG001", "CG002", "CG003")}
+            assert hrefs == {
+                f"https://example.org/rules/{c}.html" for c in ("CG001", "CG002", "CG003")
+            }
             hover = await editor.hover(uri, 15, 8)
             assert "(https://example.org/rules/CG003.html)" in hover.contents.value
         finally:

@@ -22,8 +22,27 @@ SOURCES = {
     "variables": (ROOT / "examples" / "variables.py").read_text(encoding="utf-8"),
     "generated": generate(300),
 }
-SNIPPETS = ["", "    ", "x = 1", "    y = 2", "def f(:", "(", ")", '"""', "'", "\\", "# c", "if x:",
-            "@tf.custom_gradient", "class C:", "    return x, grad", "pass", "\tz = 3", "x = [1,", "]"]
+SNIPPETS = [
+    "",
+    "    ",
+    "x = 1",
+    "    y = 2",
+    "def f(:",
+    "(",
+    ")",
+    '"""',
+    "'",
+    "\\",
+    "# c",
+    "if x:",
+    "@tf.custom_gradient",
+    "class C:",
+    "    return x, grad",
+    "pass",
+    "\tz = 3",
+    "x = [1,",
+    "]",
+]
 
 
 def dump(tree: ast.AST | None) -> str | None:
@@ -49,7 +68,7 @@ def mutate(text: str, rnd: random.Random) -> str:
         line = lines[i]
         if len(line) > 1:
             at = rnd.randrange(len(line) - 1)
-            lines[i] = line[:at] + line[at + 1:]
+            lines[i] = line[:at] + line[at + 1 :]
     elif kind == 2:  # replace a line
         lines[i] = rnd.choice(SNIPPETS) + "\n"
     elif kind == 3:  # insert a line

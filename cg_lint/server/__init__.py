@@ -9,18 +9,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-MISSING = ("cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "
-           "pip install 'cg-lint[server]'")
+MISSING = (
+    "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: pip install 'cg-lint[server]'"
+)
 
 
 def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(
         prog="cg-lint server",
-        description="A Language Server for cg-lint over stdio: diagnostics, fixes and rule pages in editors.")
-    parser.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only way)")
+        description="A Language Server for cg-lint over stdio: diagnostics, fixes, rule pages.",
+    )
+    parser.add_argument(
+        "--stdio", action="store_true", help="talk over stdin/stdout (the default and only way)"
+    )
     args, unknown = parser.parse_known_args(list(argv))
     if unknown:
-        print(f"cg-lint server: error: unrecognized arguments: {' '.join(unknown)}", file=sys.stderr)
+        print(
+            f"cg-lint server: error: unrecognized arguments: {' '.join(unknown)}", file=sys.stderr
+        )
         return 2
     try:
         from pygls.lsp.server import LanguageServer  # noqa: F401  (pygls 1.x has no pygls.lsp.server)

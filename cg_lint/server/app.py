@@ -14,6 +14,7 @@ and that document gets no diagnostics; the server goes on serving the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import threading
@@ -62,7 +63,9 @@ class _Schedule:
 
 class CgLintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("cg-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        super().__init__(
+            "cg-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+        )
         self.config = WorkspaceConfig()
         self.linted: dict[str, Linted] = {}
         self.asts: dict[str, IncrementalAst] = {}  # per document: touched only on the worker thread
@@ -78,11 +81,10 @@ class CgLintServer(LanguageServer):
 
     def _notify(self, send, params) -> None:
         """Send a notification from the loop's thread (the worker thread must not write itself)."""
+
         def go() -> None:
-            try:
+            with contextlib.suppress(Exception):  # the client is gone: nothing to tell
                 send(params)
-            except Exception:  # the client is gone: nothing to tell
-                pass
 
         loop = self.loop
         if loop is not None and threading.current_thread() is not threading.main_thread():
@@ -132,32 +134,50 @@ class CgLintServer(LanguageServer):
             last = self.linted.get(uri)
             if last is not None and last.text == text and last.settings is settings:
                 # the same text under the same settings (a save without edits): the same result
-                return Linted(version, text, last.lines, last.findings, last.diagnostics, settings, path)
+                return Linted(
+                    version, text, last.lines, last.findings, last.diagnostics, settings, path
+                )
             if settings.is_excluded(path):
                 return Linted(version, text, [], [], [], settings, path)
-            from cg_lint.engine import lint_source, might_contain  # libcst: once there is something to lint
+            from cg_lint.engine import (
+                lint_source,
+                might_contain,
+            )  # libcst: once there is something to lint
 
-            # the ast of the edited statements only (the rest is the last lint's); None: a full parse
-            tree = self.asts.setdefault(uri, IncrementalAst()).parse(text) if might_contain(text, settings) \
+            # the ast of the edited statements only (the rest: the last lint's); None: parse all
+            tree = (
+                self.asts.setdefault(uri, IncrementalAst()).parse(text)
+                if might_contain(text, settings)
                 else None
+            )
             result = lint_source(text, path, settings, parse_cache=True, tree=tree)
             if result.error is not None:
                 internal = result.error.message.startswith("internal error")
-                self.log(f"cg-lint: {result.error.one_line()}",
-                         types.MessageType.Error if internal else types.MessageType.Log)
+                self.log(
+                    f"cg-lint: {result.error.one_line()}",
+                    types.MessageType.Error if internal else types.MessageType.Log,
+                )
             lines = convert.split_lines(text)
             units = self.workspace.position_codec.client_num_units
-            diagnostics = [convert.diagnostic(lines, f, units, self.rule_url) for f in result.findings]
+            diagnostics = [
+                convert.diagnostic(lines, f, units, self.rule_url) for f in result.findings
+            ]
             return Linted(version, text, lines, result.findings, diagnostics, settings, path)
         except Exception as e:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
-            self.log(f"cg-lint: internal error while linting {uri}: {type(e).__name__}: {e} "
-                     "(please report this)", types.MessageType.Error)
+            self.log(
+                f"cg-lint: internal error while linting {uri}: {type(e).__name__}: {e} "
+                "(please report this)",
+                types.MessageType.Error,
+            )
             return Linted(version, text, convert.split_lines(text), [], [], None, path)
 
     def publish(self, uri: str, linted: Linted) -> None:
-        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=linted.version, diagnostics=linted.diagnostics))
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, version=linted.version, diagnostics=linted.diagnostics
+            )
+        )
 
     def schedule(self, uri: str, delay: float = 0.0) -> None:
         doc = self.open_document(uri)
@@ -191,8 +211,10 @@ class CgLintServer(LanguageServer):
                     self.publish(uri, linted)
                     return
         except Exception as e:  # never let a task die silently
-            self.log(f"cg-lint: internal error while scheduling {uri}: {type(e).__name__}: {e}",
-                     types.MessageType.Error)
+            self.log(
+                f"cg-lint: internal error while scheduling {uri}: {type(e).__name__}: {e}",
+                types.MessageType.Error,
+            )
         finally:
             state.running = False
 
@@ -205,7 +227,9 @@ class CgLintServer(LanguageServer):
         if linted is not None and linted.version == doc.version and linted.text == doc.source:
             return linted
         loop = self.loop = asyncio.get_running_loop()
-        linted = await loop.run_in_executor(self.linter, self.lint_now, uri, doc.version, doc.source)
+        linted = await loop.run_in_executor(
+            self.linter, self.lint_now, uri, doc.version, doc.source
+        )
         self.linted[uri] = linted
         return linted
 
@@ -215,7 +239,9 @@ class CgLintServer(LanguageServer):
 
     # --- code actions ----------------------------------------------------------------------------
 
-    def code_actions(self, uri: str, linted: Linted, params: types.CodeActionParams) -> list[types.CodeAction]:
+    def code_actions(
+        self, uri: str, linted: Linted, params: types.CodeActionParams
+    ) -> list[types.CodeAction]:
         only = params.context.only
         units = self.workspace.position_codec.client_num_units
 
@@ -224,30 +250,48 @@ class CgLintServer(LanguageServer):
 
         actions: list[types.CodeAction] = []
         if wanted(types.CodeActionKind.QuickFix):
-            for finding, diag in zip(linted.findings, linted.diagnostics):
+            for finding, diag in zip(linted.findings, linted.diagnostics, strict=True):
                 if not convert.overlaps(diag.range, params.range):
                     continue
                 if finding.fix is not None and finding.fix.safe:
                     edits = convert.fix_edits(linted.text, linted.lines, finding.fix, units)
-                    actions.append(types.CodeAction(
-                        title=f"{finding.fix.title} ({finding.code})", kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diag], is_preferred=True,
-                        edit=types.WorkspaceEdit(changes={uri: edits})))
+                    actions.append(
+                        types.CodeAction(
+                            title=f"{finding.fix.title} ({finding.code})",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diag],
+                            is_preferred=True,
+                            edit=types.WorkspaceEdit(changes={uri: edits}),
+                        )
+                    )
                 noqa = convert.noqa_edit(linted.text, linted.lines, finding, units)
                 if noqa is not None:
-                    actions.append(types.CodeAction(
-                        title=f"Silence {finding.code} on this line (# noqa: {finding.code})",
-                        kind=types.CodeActionKind.QuickFix, diagnostics=[diag],
-                        edit=types.WorkspaceEdit(changes={uri: [noqa]})))
-        if (wanted(convert.FIX_ALL_KIND) and linted.settings is not None
-                and any(f.fix is not None and f.fix.safe for f in linted.findings)):
+                    actions.append(
+                        types.CodeAction(
+                            title=f"Silence {finding.code} on this line (# noqa: {finding.code})",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diag],
+                            edit=types.WorkspaceEdit(changes={uri: [noqa]}),
+                        )
+                    )
+        if (
+            wanted(convert.FIX_ALL_KIND)
+            and linted.settings is not None
+            and any(f.fix is not None and f.fix.safe for f in linted.findings)
+        ):
             from cg_lint.fixes import fix_source
 
             outcome = fix_source(linted.text, linted.path, linted.settings)
             if outcome.changed and outcome.error is None:
-                actions.append(types.CodeAction(
-                    title="Fix all cg-lint problems", kind=convert.FIX_ALL_KIND,
-                    edit=types.WorkspaceEdit(changes={uri: [convert.minimal_edit(linted.text, outcome.text, units)]})))
+                actions.append(
+                    types.CodeAction(
+                        title="Fix all cg-lint problems",
+                        kind=convert.FIX_ALL_KIND,
+                        edit=types.WorkspaceEdit(
+                            changes={uri: [convert.minimal_edit(linted.text, outcome.text, units)]}
+                        ),
+                    )
+                )
         return actions
 
 
@@ -256,7 +300,9 @@ def create_server() -> CgLintServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: CgLintServer, params: types.InitializeParams) -> None:
-        options = params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        options = (
+            params.initialization_options if isinstance(params.initialization_options, dict) else {}
+        )
         try:
             ls.debounce = max(0.0, float(options.get("debounceMs", 0)) / 1000)
         except (TypeError, ValueError):
@@ -269,10 +315,19 @@ def create_server() -> CgLintServer:
         caps = ls.client_capabilities.workspace
         watched = caps.did_change_watched_files if caps else None
         if watched is not None and watched.dynamic_registration:
-            ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
-                id="cg-lint-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                    watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]))]))
+            ls.client_register_capability(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="cg-lint-pyproject",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                            ),
+                        )
+                    ]
+                )
+            )
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def did_open(ls: CgLintServer, params: types.DidOpenTextDocumentParams) -> None:
@@ -292,7 +347,9 @@ def create_server() -> CgLintServer:
         ls.linted.pop(uri, None)
         ls.schedules.pop(uri, None)
         ls.linter.submit(ls.asts.pop, uri, None)  # on the worker thread, after a lint under way
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
+        )
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched_files(ls: CgLintServer, params: types.DidChangeWatchedFilesParams) -> None:
@@ -301,18 +358,28 @@ def create_server() -> CgLintServer:
             ls.reported_config_errors.clear()
             ls.relint_all()
 
-    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-        code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND]))
-    async def code_action(ls: CgLintServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, convert.FIX_ALL_KIND]
+        ),
+    )
+    async def code_action(
+        ls: CgLintServer, params: types.CodeActionParams
+    ) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
         linted = await ls.current(uri)
         if linted is None:
             return None
-        try:
-            return ls.code_actions(uri, linted, params)
+        try:  # on the worker thread: fix-all lints again, and the engine's caches are not shared
+            return await asyncio.get_running_loop().run_in_executor(
+                ls.linter, ls.code_actions, uri, linted, params
+            )
         except Exception as e:
-            ls.log(f"cg-lint: internal error in code actions for {uri}: {type(e).__name__}: {e}",
-                   types.MessageType.Error)
+            ls.log(
+                f"cg-lint: internal error in code actions for {uri}: {type(e).__name__}: {e}",
+                types.MessageType.Error,
+            )
             return None
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
@@ -324,7 +391,9 @@ def create_server() -> CgLintServer:
         if not hit:
             return None
         text = convert.hover_markdown((str(d.code) for d in hit), ls.rule_url)
-        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
-                           range=hit[0].range)
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=text),
+            range=hit[0].range,
+        )
 
     return server

@@ -56,15 +56,18 @@ def finding_range(lines: Sequence[str], finding: Finding, units: Units) -> types
     """From the reported column to the end of the line's code (findings carry a start only)."""
     start = position(lines, finding.line, finding.column, units)
     if finding.end_line is not None and finding.end_column is not None:
-        return types.Range(start=start, end=position(lines, finding.end_line, finding.end_column, units))
+        return types.Range(
+            start=start, end=position(lines, finding.end_line, finding.end_column, units)
+        )
     index = finding.line - 1
     text = lines[index] if 0 <= index < len(lines) else ""
     end = max(units(text.rstrip()), start.character + 1)
     return types.Range(start=start, end=types.Position(line=start.line, character=end))
 
 
-def diagnostic(lines: Sequence[str], finding: Finding, units: Units,
-               url_template: str | None = None) -> types.Diagnostic:
+def diagnostic(
+    lines: Sequence[str], finding: Finding, units: Units, url_template: str | None = None
+) -> types.Diagnostic:
     return types.Diagnostic(
         range=finding_range(lines, finding, units),
         message=finding.message,
@@ -81,8 +84,10 @@ def contains(rng: types.Range, pos: types.Position) -> bool:
 
 
 def overlaps(a: types.Range, b: types.Range) -> bool:
-    return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and \
-        (b.start.line, b.start.character) <= (a.end.line, a.end.character)
+    return (a.start.line, a.start.character) <= (b.end.line, b.end.character) and (
+        b.start.line,
+        b.start.character,
+    ) <= (a.end.line, a.end.character)
 
 
 def _newline_of(text: str) -> str:
@@ -92,8 +97,10 @@ def _newline_of(text: str) -> str:
 
 def text_edit(lines: Sequence[str], edit: Edit, units: Units, newline: str) -> types.TextEdit:
     return types.TextEdit(
-        range=types.Range(start=position(lines, edit.start_line, edit.start_column, units),
-                          end=position(lines, edit.end_line, edit.end_column, units)),
+        range=types.Range(
+            start=position(lines, edit.start_line, edit.start_column, units),
+            end=position(lines, edit.end_line, edit.end_column, units),
+        ),
         new_text=_NEWLINE.sub(newline, edit.replacement),
     )
 
@@ -103,7 +110,9 @@ def fix_edits(text: str, lines: Sequence[str], fix: Fix, units: Units) -> list[t
     return [text_edit(lines, e, units, newline) for e in fix.edits]
 
 
-def noqa_edit(text: str, lines: Sequence[str], finding: Finding, units: Units) -> types.TextEdit | None:
+def noqa_edit(
+    text: str, lines: Sequence[str], finding: Finding, units: Units
+) -> types.TextEdit | None:
     """``# noqa: CODE`` on the reported line (added to the codes of a ``# noqa:`` already there);
     None when the comment cannot go there (a line continued by a backslash, inside a string)."""
     index = finding.line - 1
@@ -143,13 +152,14 @@ def minimal_edit(before: str, after: str, units: Units) -> types.TextEdit:
     newline = _newline_of(after) if _NEWLINE.search(after) else _newline_of(before)
     old_end = len(a) - tail  # lines head..old_end-1 are replaced
     if tail:
-        new_text = "".join(line + newline for line in b[head:len(b) - tail])
+        new_text = "".join(line + newline for line in b[head : len(b) - tail])
         end = types.Position(line=old_end, character=0)
     else:
         new_text = newline.join(b[head:])
         end = types.Position(line=len(a) - 1, character=units(a[-1]))
-    return types.TextEdit(range=types.Range(start=types.Position(line=head, character=0), end=end),
-                          new_text=new_text)
+    return types.TextEdit(
+        range=types.Range(start=types.Position(line=head, character=0), end=end), new_text=new_text
+    )
 
 
 def hover_markdown(codes: Iterable[str], url_template: str | None = None) -> str:

@@ -45,7 +45,9 @@ class IncrementalAst:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.tree: ast.Module | None = None
-        self.reparsed_lines = 0  # how many lines the last call parsed (what the tests and bench see)
+        self.reparsed_lines = (
+            0  # how many lines the last call parsed (what the tests and bench see)
+        )
 
     def parse(self, text: str) -> ast.Module | None:
         lines = _LINE.findall(text)
@@ -85,7 +87,7 @@ class IncrementalAst:
                 first, last = min(first, start), max(last, end)
         if not same_count:
             last = len(lines)
-        chunk = _parse("\n" * (first - 1) + "".join(lines[first - 1:last]))
+        chunk = _parse("\n" * (first - 1) + "".join(lines[first - 1 : last]))
         if chunk is None:
             return None
         if after and chunk.body and (chunk.body[-1].end_lineno or 0) >= _first_line(after[0]):
