@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from cg_lint import __version__
 
 if TYPE_CHECKING:  # the flake8 plugin's hits never build findings: dataclasses cost ~4 ms to create
-    from cg_lint.findings import FileResult, Finding
+    from cg_lint.findings import FileResult
 
 SCHEMA = 1
 MAX_ENTRIES = 20_000  # ~1-2 KB each: some 30 MB at most
@@ -265,24 +265,15 @@ def _valid(data: Any) -> bool:
 
 
 def _decode(data: dict[str, Any]) -> FileResult:
-    from cg_lint.findings import FileError, FileResult
+    from cg_lint.findings import FileError, FileResult, Finding
 
     result = FileResult(
-        "", findings=[_finding(dict(f)) for f in data["findings"]], parsed=bool(data["parsed"])
+        "", findings=[Finding.from_json(f) for f in data["findings"]], parsed=bool(data["parsed"])
     )
     if data["error"] is not None:
         message, line, column = data["error"]
         result.error = FileError("", str(message), line, column)
     return result
-
-
-def _finding(data: dict[str, Any]) -> Finding:
-    from cg_lint.findings import Edit, Finding, Fix
-
-    fix = data.pop("fix")
-    if fix is not None:
-        fix = Fix(fix["title"], tuple(Edit(**e) for e in fix["edits"]), bool(fix["safe"]))
-    return Finding(**data, fix=fix)
 
 
 def with_path(result: FileResult, path: str) -> FileResult:
