@@ -380,10 +380,13 @@ def test_config_from_pyproject_and_reloaded_when_it_changes(tmp_path):
         )
         assert sorted(str(d.code) for d in await editor.diagnostics(uri)) == ["CG001", "CG003"]
 
-        # a client that does not: the next lint sees the new modification time
+        # a client that does not: the next lint (here on save, the text unchanged) sees the new
+        # modification time
         config.write_text('[tool.cg_lint]\nselect = ["CG001"]\n', encoding="utf-8")
         os.utime(config, ns=(config.stat().st_mtime_ns + 10**9,) * 2)
-        editor.change(uri, ARITY + "\n")
+        editor.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
         assert [str(d.code) for d in await editor.diagnostics(uri)] == ["CG001"]
 
         # excluded files get no diagnostics, as with `cg-lint --force-exclude`
@@ -497,3 +500,24 @@ def test_without_pygls_one_line_and_exit_2(tmp_path):
         "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "
         "pip install 'cg-lint[server]'\n"
     )
+
+
+def test_windows_newlines_are_kept_by_the_fixes(tmp_path):
+    source = ARITY.replace("\n", "\r\n")
+    uri = (tmp_path / "crlf.py").as_uri()
+
+    async def session(editor: Editor):
+        editor.open(uri, source)
+        diags = await editor.diagnostics(uri)
+        assert sorted((d.range.start.line, d.range.start.character) for d in diags) == [
+            (15, 8), (30, 4), (38, 8)
+        ]
+        cg001 = next(d for d in diags if d.code == "CG001")
+        actions = await editor.actions(uri, cg001.range)
+        for action in actions:
+            changed = apply_edits(source, action.edit.changes[uri])
+            compile(changed, "crlf.py", "exec")
+            assert "\n" not in changed.replace("\r\n", "")  # no bare newline slipped in
+        assert "    return (mean, spread), grad\r\n" in apply_edits(source, actions[0].edit.changes[uri])
+
+    run(session, tmp_path)

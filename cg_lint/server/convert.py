@@ -15,14 +15,15 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from cg_lint.codes import CODES, RULE_PAGES
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.noqa import NOQA
 
 SOURCE = "cg-lint"
 FIX_ALL_KIND = "source.fixAll.cg-lint"
-# the pages in a source checkout; an installed wheel has no docs/ and links to the repository
-_LOCAL_RULES = Path(__file__).resolve().parent.parent.parent / "docs" / "rules"
-REPOSITORY_RULES = "https://example.invalid/cg-lint/blob/main/docs/rules/{code}.md"
+# pages are in the source checkout; an installed wheel has no docs/ and links to the repository
+_CHECKOUT = Path(__file__).resolve().parent.parent.parent
+REPOSITORY = "https://example.invalid/cg-lint/blob/main/"
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -39,10 +40,17 @@ def utf16_units(text: str) -> int:
 
 
 def rule_url(code: str, template: str | None = None) -> str:
+    """The code's page (``codes.Code.page``): the file in this checkout, else in the repository;
+    ``template`` (the ``ruleUrl`` option) replaces both."""
     if template:
         return template.format(code=code)
-    page = _LOCAL_RULES / f"{code}.md"
-    return page.as_uri() if page.is_file() else REPOSITORY_RULES.format(code=code)
+    entry = CODES.get(code)
+    page = entry.page if entry is not None else f"{RULE_PAGES}/{code}.md"
+    path, _, anchor = page.partition("#")
+    local = _CHECKOUT / path
+    if local.is_file():
+        return local.as_uri() + (f"#{anchor}" if anchor else "")
+    return REPOSITORY + page
 
 
 def position(lines: Sequence[str], line: int, column: int, units: Units) -> types.Position:
