@@ -84,48 +84,31 @@ def code_fingerprint() -> str:
     return _fingerprint
 
 
+# Settings fields that cannot change a file's findings; every other field, including any added
+# later, is part of the key (a new field can only cost misses, never a stale result)
+_NOT_FINDINGS = frozenset(
+    {"exclude", "extend_exclude", "config_file", "runtime", "cache_dir", "root"}
+)
+
+
 def settings_key(settings: Any, frontend: str, apply_noqa: bool = True) -> str:
     """What in ``settings`` can change a file's findings (the config is read once per run)."""
-    return _key_of(
-        frontend,
-        apply_noqa,
-        settings.select,
-        settings.ignore,
-        settings.extend_select,
-        settings.per_file_ignores,
-        settings.decorators,
-        settings.root,
-    )
+    from dataclasses import fields
+
+    parts: list[tuple[str, Any]] = [("frontend", frontend), ("noqa", apply_noqa)]
+    for f in fields(settings):
+        if f.name not in _NOT_FINDINGS:
+            value = getattr(settings, f.name)
+            parts.append((f.name, sorted(value) if isinstance(value, (set, frozenset)) else value))
+    if settings.per_file_ignores:  # matched against paths relative to the root
+        parts.append(("root", os.path.abspath(settings.root)))
+    return repr(parts)
 
 
 def flake8_key(decorators: frozenset[str]) -> str:
-    """The flake8 plugin's settings (``Settings(select=("CG",), decorators=...)``, no ``# noqa``:
-    flake8 applies its own), without importing cg_lint.config on a hit."""
-    return _key_of("flake8", False, ("CG",), (), (), (), decorators, ".")
-
-
-def _key_of(
-    frontend: str,
-    apply_noqa: bool,
-    select: tuple,
-    ignore: tuple,
-    extend_select: tuple,
-    per_file_ignores: tuple,
-    decorators: frozenset[str],
-    root: str,
-) -> str:
-    return repr(
-        (
-            frontend,
-            apply_noqa,
-            select,
-            ignore,
-            extend_select,
-            per_file_ignores,
-            sorted(decorators),
-            os.path.abspath(root) if per_file_ignores else None,
-        )
-    )
+    """The flake8 plugin's settings (always ``select = CG``, these decorators, flake8's own
+    ``# noqa``), without importing cg_lint.config on a hit."""
+    return repr([("frontend", "flake8"), ("noqa", False), ("decorators", sorted(decorators))])
 
 
 class ResultCache:
