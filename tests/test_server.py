@@ -251,7 +251,7 @@ def test_open_change_fix_hover_and_exit(tmp_path):
         diags = await editor.diagnostics(uri)
         assert sorted(str(d.code) for d in diags) == ["CG002", "CG003"]
 
-        # silencing CG003 with # noqa: the comment lands on the reported line and silences it
+        # silencing CG003 with a noqa comment: it lands on the reported line and silences it
         cg003 = next(d for d in diags if d.code == "CG003")
         actions = await editor.actions(uri, cg003.range)
         assert [a.title for a in actions] == ["Silence CG003 on this line (# noqa: CG003)"]

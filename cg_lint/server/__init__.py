@@ -29,8 +29,8 @@ def main(argv: Sequence[str] = ()) -> int:
         )
         return 2
     try:
-        from pygls.lsp.server import LanguageServer  # noqa: F401  (pygls 1.x has no pygls.lsp.server)
         from lsprotocol import types  # noqa: F401
+        from pygls.lsp.server import LanguageServer  # noqa: F401  (pygls 1.x has no pygls.lsp.server)
     except ImportError:
         print(MISSING, file=sys.stderr)
         return 2

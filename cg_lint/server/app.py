@@ -19,9 +19,9 @@ import os
 import sys
 import threading
 import traceback
-from urllib.parse import unquote
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -139,10 +139,8 @@ class CgLintServer(LanguageServer):
                 )
             if settings.is_excluded(path):
                 return Linted(version, text, [], [], [], settings, path)
-            from cg_lint.engine import (
-                lint_source,
-                might_contain,
-            )  # libcst: once there is something to lint
+            # here, not at the top: libcst is imported once there is something to lint
+            from cg_lint.engine import lint_source, might_contain
 
             # the ast of the edited statements only (the rest: the last lint's); None: parse all
             tree = (

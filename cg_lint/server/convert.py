@@ -129,7 +129,7 @@ def noqa_edit(
     line = lines[index]
     match = NOQA.search(line)
     if match is not None and not match.group("codes"):
-        return None  # a bare `# noqa` silences everything already
+        return None  # a bare noqa comment silences every code already
     if match is not None:
         codes = match.group("codes")
         column = match.start("codes") + len(codes.rstrip(", \t"))
