@@ -510,7 +510,9 @@ def test_windows_newlines_are_kept_by_the_fixes(tmp_path):
         editor.open(uri, source)
         diags = await editor.diagnostics(uri)
         assert sorted((d.range.start.line, d.range.start.character) for d in diags) == [
-            (15, 8), (30, 4), (38, 8)
+            (15, 8),
+            (30, 4),
+            (38, 8),
         ]
         cg001 = next(d for d in diags if d.code == "CG001")
         actions = await editor.actions(uri, cg001.range)
@@ -518,6 +520,8 @@ def test_windows_newlines_are_kept_by_the_fixes(tmp_path):
             changed = apply_edits(source, action.edit.changes[uri])
             compile(changed, "crlf.py", "exec")
             assert "\n" not in changed.replace("\r\n", "")  # no bare newline slipped in
-        assert "    return (mean, spread), grad\r\n" in apply_edits(source, actions[0].edit.changes[uri])
+        assert "    return (mean, spread), grad\r\n" in apply_edits(
+            source, actions[0].edit.changes[uri]
+        )
 
     run(session, tmp_path)
