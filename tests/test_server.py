@@ -525,3 +525,16 @@ def test_windows_newlines_are_kept_by_the_fixes(tmp_path):
         )
 
     run(session, tmp_path)
+
+
+def test_unknown_arguments_one_line_and_exit_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "cg_lint", "server", "--tcp"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        timeout=WAIT,
+    )
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == "cg-lint server: error: unrecognized arguments: --tcp\n"
