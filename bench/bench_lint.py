@@ -188,7 +188,7 @@ def per_save_rows(save: dict) -> list[tuple[str, str, str, str]]:
          best_median("warm_ms"), "", "<= 50 ms"),
         (f"plugin run() per save, warm, one function edited per save (best / median of {n})",
          best_median("edit_ms"), "", "<= 50 ms"),
-        (f"the same without the parse cache (lint_source(parse_cache=False); best / median of {n})",
+        (f"the same without the plugin's caches (lint_source without caches=; best / median of {n})",
          best_median("whole_ms"), "", ""),
         ("plugin run() per save, first call in a fresh process (imports libcst)", f"{save['first_ms']:.0f} ms", "", ""),
         ("flake8 --select CG vs --select E501 (same file; both run the plugin)",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from cg_lint import __version__
 
 if TYPE_CHECKING:
+    from cg_lint.engine import Caches
     from cg_lint.findings import FileResult
 
 
@@ -27,6 +28,7 @@ class Plugin:
     version = __version__
     _decorators: frozenset[str] = frozenset()
     _markers: tuple[str, ...] = markers()
+    caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
     _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
     _use_cache = True
 
@@ -83,12 +85,16 @@ class Plugin:
                 return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
-        from cg_lint.engine import lint_source
+        from cg_lint.engine import Caches, lint_source
 
         settings = Settings(select=("CG",), decorators=self._decorators)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        # python-lsp-server keeps this process between saves: reuse unchanged statements' parse
-        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)
+        # the plugin's caches live as long as flake8's process, which an editor's language server
+        # keeps between saves: unchanged statements are not parsed or walked again
+        caches = Plugin.caches
+        if caches is None:
+            caches = Plugin.caches = Caches()
+        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches)
         if cache is not None and key is not None:
             cache.put(key, result)
         yield from self._report(result)

@@ -1,9 +1,9 @@
 """The language server: diagnostics as you type, fixes as code actions, rule pages on hover.
 
-One warm process per editor session, so libcst is imported once and the per-statement parse cache
-(``cg_lint/parse_cache.py``) keeps every unchanged top-level statement between edits. Documents are
-linted on one worker thread (the engine's caches are shared), off the event loop that reads the
-client's messages. Changes are debounced by coalescing: the first change after a pause is linted
+One warm process per editor session, so libcst is imported once and the engine's caches
+(``engine.Caches``: the parse per top-level statement, the reduction's facts, the walks) keep every
+unchanged top-level statement between edits. Documents are linted on one worker thread (those
+caches are shared), off the event loop that reads the client's messages. Changes are debounced by coalescing: the first change after a pause is linted
 at once, and the changes that arrive while a lint runs become one lint of the newest text. A
 result is published only if the document did not change meanwhile (its positions would be stale).
 
@@ -21,6 +21,7 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -34,6 +35,9 @@ from cg_lint.findings import Finding
 from cg_lint.server import convert
 from cg_lint.server.incremental_ast import IncrementalAst
 from cg_lint.server.workspace_config import WorkspaceConfig
+
+if TYPE_CHECKING:
+    from cg_lint.engine import Caches
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # the engine recurses once per nesting level (recursion limit 10,000): give its thread the room
@@ -69,6 +73,7 @@ class CgLintServer(LanguageServer):
         self.config = WorkspaceConfig()
         self.linted: dict[str, Linted] = {}
         self.asts: dict[str, IncrementalAst] = {}  # per document: touched only on the worker thread
+        self.caches: Caches | None = None  # the engine's, for the session (libcst imported then)
         self.schedules: dict[str, _Schedule] = {}
         self.debounce = 0.0  # seconds to wait after a change before linting (initializationOptions)
         self.rule_url: str | None = None
@@ -140,7 +145,10 @@ class CgLintServer(LanguageServer):
             if settings.is_excluded(path):
                 return Linted(version, text, [], [], [], settings, path)
             # here, not at the top: libcst is imported once there is something to lint
-            from cg_lint.engine import lint_source, might_contain
+            from cg_lint.engine import Caches, lint_source, might_contain
+
+            if self.caches is None:
+                self.caches = Caches()
 
             # the ast of the edited statements only (the rest: the last lint's); None: parse all
             tree = (
@@ -148,7 +156,7 @@ class CgLintServer(LanguageServer):
                 if might_contain(text, settings)
                 else None
             )
-            result = lint_source(text, path, settings, parse_cache=True, tree=tree)
+            result = lint_source(text, path, settings, tree=tree, caches=self.caches)
             if result.error is not None:
                 internal = result.error.message.startswith("internal error")
                 self.log(
