@@ -82,10 +82,12 @@ class Editor:
         def on_register(params: types.RegistrationParams) -> None:
             self.registrations.extend(params.registrations)
 
-    async def start(self, options: dict | None = None) -> types.InitializeResult:
+    async def start(
+        self, options: dict | None = None, args: tuple[str, ...] = ()
+    ) -> types.InitializeResult:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         await self.client.start_io(
-            sys.executable, "-m", "cg_lint", "server", cwd=str(self.cwd), env=env
+            sys.executable, "-m", "cg_lint", "server", *args, cwd=str(self.cwd), env=env
         )
         caps = types.ClientCapabilities(
             workspace=types.WorkspaceClientCapabilities(
@@ -538,3 +540,19 @@ def test_unknown_arguments_one_line_and_exit_2(tmp_path):
     )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == "cg-lint server: error: unrecognized arguments: --tcp\n"
+
+
+def test_stdio_flag_changes_nothing(tmp_path):
+    uri = (tmp_path / "arity.py").as_uri()
+
+    async def main():
+        editor = Editor(tmp_path)
+        await editor.start(args=("--stdio",))
+        try:
+            editor.open(uri, ARITY)
+            assert len(await editor.diagnostics(uri)) == 3
+            assert await editor.stop() == 0
+        finally:
+            await editor.kill()
+
+    asyncio.run(main())
