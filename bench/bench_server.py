@@ -7,7 +7,7 @@ JSON-RPC client (blocking pipes, no event loop of its own, so what it measures i
 document is the generated module full of custom gradients (bench/gen_cg.py). Each measured change
 sends the whole text (the server asks for full sync) and waits for the diagnostics of exactly that
 version; the clock runs from just before the change is written to just after the diagnostics are
-read. Kinds, interleaved so that machine load affects them alike (with the baseline below):
+read, and the server's CPU time per change (all its threads) is read from ``/proc`` on Linux. Kinds, interleaved so that machine load affects them alike (with the baseline below):
 
 - edited: one more function differs from the previous text (a constant in its body), as typing does;
 - unchanged: the same text again under a new version (what a save without edits costs).
@@ -122,6 +122,20 @@ class Client:
                 self.proc.wait()
 
 
+def server_cpu(pid: int) -> float | None:
+    """CPU seconds the process has run, all threads (Linux ``schedstat``: nanoseconds); None
+    elsewhere."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+        total = 0
+        for task in tasks:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return total / 1e9
+
+
 def edit(text: str, ops: list[str], k: int) -> str:
     """One function changed: a constant in the k-th op's body (as bench_lint.py's per-save edit)."""
     name = ops[k % len(ops)]
@@ -158,10 +172,13 @@ def measure(lines: int, saves: int) -> dict:
         )
         found = client.diagnostics(uri, version)
         first = time.perf_counter() - start
+        server_cpus: list[float] = []  # CPU time the server spent per change (all its threads)
+        plugin_cpus: list[float] = []
 
         def change(new: str) -> tuple[float, int]:
             nonlocal version
             version += 1
+            cpu = server_cpu(client.proc.pid)
             start = time.perf_counter()
             client.send(
                 "textDocument/didChange",
@@ -171,7 +188,10 @@ def measure(lines: int, saves: int) -> dict:
                 },
             )
             diagnostics = client.diagnostics(uri, version)
-            return time.perf_counter() - start, len(diagnostics)
+            seconds = time.perf_counter() - start
+            if cpu is not None:
+                server_cpus.append(server_cpu(client.proc.pid) - cpu)
+            return seconds, len(diagnostics)
 
         # the baseline, in this process: the flake8 plugin's run() on the same kind of edit, warm
         # (flake8's ast and lines built outside the clock), as bench_lint.py's per-save rows
@@ -181,8 +201,9 @@ def measure(lines: int, saves: int) -> dict:
 
         def plugin_save(new: str) -> float:
             lines, tree = new.splitlines(keepends=True), ast.parse(new)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             out = list(Plugin(tree, lines, str(path)).run())
+            plugin_cpus.append(time.thread_time() - cpu)
             assert len(out) == len(found)
             return time.perf_counter() - start
 
@@ -197,6 +218,7 @@ def measure(lines: int, saves: int) -> dict:
             unchanged.append(change(current)[0])
             plugin_text = edit(plugin_text, ops, k)
             plugin.append(plugin_save(plugin_text))
+        edited_cpu = server_cpus[0::2]  # the edited changes (the unchanged ones alternate)
         exit_code = client.close()
     finally:
         if client.proc.poll() is None:
@@ -209,6 +231,10 @@ def measure(lines: int, saves: int) -> dict:
         "edited_ms": [1e3 * min(edited), 1e3 * statistics.median(edited)],
         "unchanged_ms": [1e3 * min(unchanged), 1e3 * statistics.median(unchanged)],
         "plugin_ms": [1e3 * min(plugin), 1e3 * statistics.median(plugin)],
+        "edited_cpu_ms": [1e3 * min(edited_cpu), 1e3 * statistics.median(edited_cpu)]
+        if edited_cpu
+        else None,
+        "plugin_cpu_ms": [1e3 * min(plugin_cpus), 1e3 * statistics.median(plugin_cpus)],
         "exit": exit_code,
     }
 
@@ -240,6 +266,12 @@ def main() -> int:
         f"| baseline: the flake8 plugin's run() in a warm process, one function edited | "
         f"{result['plugin_ms'][0]:.0f} ms | {result['plugin_ms'][1]:.0f} ms | |"
     )
+    if result["edited_cpu_ms"] is not None:
+        cpu, base = result["edited_cpu_ms"], result["plugin_cpu_ms"]
+        print(f"| CPU time of the server per edited change | {cpu[0]:.0f} ms | {cpu[1]:.0f} ms | |")
+        print(
+            f"| CPU time of the plugin's run() per edit | {base[0]:.0f} ms | {base[1]:.0f} ms | |"
+        )
     print(
         f"| didOpen -> first publishDiagnostics (imports libcst, parses everything) | "
         f"{result['first_ms']:.0f} ms | | |"
