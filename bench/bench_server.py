@@ -7,7 +7,8 @@ JSON-RPC client (blocking pipes, no event loop of its own, so what it measures i
 document is the generated module full of custom gradients (bench/gen_cg.py). Each measured change
 sends the whole text (the server asks for full sync) and waits for the diagnostics of exactly that
 version; the clock runs from just before the change is written to just after the diagnostics are
-read, and the server's CPU time per change (all its threads) is read from ``/proc`` on Linux. Kinds, interleaved so that machine load affects them alike (with the baseline below):
+read, and the server's CPU time per change (all its threads) is read from ``/proc`` on Linux.
+Kinds, interleaved so that machine load affects them alike (with the baseline below):
 
 - edited: one more function differs from the previous text (a constant in its body), as typing does;
 - unchanged: the same text again under a new version (what a save without edits costs).
