@@ -236,7 +236,8 @@ class CgLintServer(LanguageServer):
         linted = await loop.run_in_executor(
             self.linter, self.lint_now, uri, doc.version, doc.source
         )
-        self.linted[uri] = linted
+        if self.open_document(uri) is doc:  # not closed (nor reopened) meanwhile: keep it
+            self.linted[uri] = linted
         return linted
 
     def relint_all(self) -> None:
