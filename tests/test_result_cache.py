@@ -263,3 +263,32 @@ def test_the_hook_command_uses_the_cache(tmp_path):
     warm = run(*hook, cwd=tmp_path, cache=cache, importtime=True)
     assert cold.returncode == 1 and output(cold) == output(warm) and not imported_libcst(warm)
     assert (ROOT / ".pre-commit-hooks.yaml").read_text().count("entry: cg-lint ") == 2
+
+
+@pytest.mark.slow
+def test_real_pre_commit_hook_fills_and_reads_the_cache(tmp_path):
+    """The installed hook (pre-commit try-repo of this checkout) writes entries, and a second run
+    reports the same from them."""
+    pytest.importorskip("pre_commit")
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and this repository's checkout")
+    from test_precommit import try_repo, user_repo
+
+    repo = user_repo(tmp_path, {"bad.py": BAD, "good.py": GOOD})
+    cache = tmp_path / "hook-cache"
+    os.environ["CG_LINT_CACHE_DIR"] = str(cache)  # pre-commit passes the environment to the hook
+    try:
+        first = try_repo(repo, "cg-lint")
+        assert len(entries(cache)) == 2  # bad.py and good.py hold custom gradients
+        old = 10**18  # 2001: a read sets an entry's time to now, a write replaces the file (inode)
+        for p in entries(cache):
+            os.utime(p, ns=(old, old))
+        inodes = {p.name: p.stat().st_ino for p in entries(cache)}
+        second = try_repo(repo, "cg-lint")
+    finally:
+        del os.environ["CG_LINT_CACHE_DIR"]
+    for proc in (first, second):
+        assert proc.returncode == 1 and "bad.py:7:9: CG003" in proc.stdout + proc.stderr
+    # the second run read both entries and wrote none
+    assert {p.name: p.stat().st_ino for p in entries(cache)} == inodes
+    assert all(p.stat().st_mtime_ns > old for p in entries(cache))
