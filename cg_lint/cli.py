@@ -59,7 +59,8 @@ def _jobs(value: str) -> int | None:
 
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cg-lint", description="Lint TensorFlow custom gradients (@tf.custom_gradient).",
-                epilog="Other command: 'cg-lint rule CODE' explains a rule; 'cg-lint rule --all' lists them.")
+                epilog="Other commands: 'cg-lint rule CODE' explains a rule, 'cg-lint rule --all' lists them; "
+                       "'cg-lint server' is a language server for editors (docs/editors.md).")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .); '-' reads stdin")
     p.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (default: CG0)")
     p.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
@@ -82,6 +83,8 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="worker processes: a number, or 'auto' or 0 for one per core (the default)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
+    p.add_argument("--cache-dir", help="the result cache's folder (default: $CG_LINT_CACHE_DIR or ~/.cache/cg-lint)")
     p.add_argument("--version", action="version", version=f"cg-lint {__version__}")
     return p
 
@@ -120,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if argv and argv[0] == "rule":
             return _rule_command(argv[1:])
+        if argv and argv[0] == "server":
+            from cg_lint.server import main as server_main
+
+            return server_main(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return _check(_check_parser().parse_args(argv))
@@ -172,7 +179,7 @@ def _check(args: argparse.Namespace) -> int:
     if paths == ["-"]:
         return _check_stdin(args, settings)
     results: list[FileResult] = []
-    for result in lint_paths(paths, settings, args.jobs, args.force_exclude):
+    for result in lint_paths(paths, settings, args.jobs, args.force_exclude, _result_cache(args, settings)):
         if args.disable_noqa and result.parsed:
             from cg_lint.engine import lint_source
 
@@ -191,10 +198,16 @@ def _check(args: argparse.Namespace) -> int:
     return _exit(args, findings, errors)
 
 
-def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
-    from cg_lint.engine import lint_source
-    from cg_lint.fixes import encode_source, fix_source, read_source, unified_diff
+def _result_cache(args: argparse.Namespace, settings: Settings):
+    """Results of unchanged files from earlier runs (cg_lint/result_cache.py); None with --no-cache."""
+    if args.no_cache:
+        return None
+    from cg_lint.result_cache import ResultCache, default_dir, settings_key
 
+    return ResultCache(args.cache_dir or settings.cache_dir or default_dir(), settings_key(settings, "cli"))
+
+
+def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     label = args.stdin_filename or "-"
     data = sys.stdin.buffer.read()
     excluded = args.force_exclude and args.stdin_filename and settings.is_excluded(label)
@@ -206,7 +219,16 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     if not (args.fix or args.diff):
         if excluded:
             return EXIT_CLEAN
-        result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
+        cache = None if args.disable_noqa else _result_cache(args, settings)
+        from cg_lint.result_cache import lookup
+
+        key, result = lookup(cache, label, data)
+        if result is None:
+            from cg_lint.engine import lint_source
+
+            result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
+            if cache is not None and key is not None:
+                cache.put(key, result)
         findings = result.findings
         errors = [result.error] if result.error else []
         sources = {label: lines_of(data, label)} if args.format == "text" else None
@@ -215,6 +237,8 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
             print(error.one_line(), file=sys.stderr)
         _lint_summary(args, findings, int(result.parsed), errors)
         return _exit(args, findings, errors)
+    from cg_lint.fixes import encode_source, fix_source, read_source, unified_diff
+
     # an editor replaces its buffer with what --fix prints: always print the source, fixed or not
     source = read_source(data, label)
     if isinstance(source, FileError) or excluded:

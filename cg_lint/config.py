@@ -33,7 +33,7 @@ DEFAULT_EXCLUDE = (
 MAX_CONFIG_BYTES = 1024 * 1024  # a pyproject.toml is a few KB; a bigger one is not read
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "decorators", "runtime", "max-file-size",
+    "decorators", "runtime", "max-file-size", "cache-dir",
 }
 
 
@@ -54,6 +54,7 @@ class Settings:
     config_file: str | None = None
     max_file_size: int = MAX_FILE_BYTES  # bytes; bigger candidates are reported, not checked
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    cache_dir: str | None = None  # the result cache's folder (cg_lint/result_cache.py)
 
     def with_cli(self, **changes: Any) -> "Settings":
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -270,7 +271,11 @@ def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproje
     size = table.get("max-file-size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size <= 0):
         raise ConfigError(f"{source}: 'tool.cg_lint.max-file-size' must be a positive number of bytes")
-    settings = Settings(root=root, config_file=source, runtime=runtime)
+    cache_dir = table.get("cache-dir")
+    if cache_dir is not None and not isinstance(cache_dir, str):
+        raise ConfigError(f"{source}: 'tool.cg_lint.cache-dir' must be a string (a folder)")
+    settings = Settings(root=root, config_file=source, runtime=runtime,
+                        cache_dir=os.path.join(root, cache_dir) if cache_dir else None)
     return settings.with_cli(
         select=codes("select"), ignore=codes("ignore"), extend_select=codes("extend-select"),
         exclude=strings("exclude"), extend_exclude=strings("extend-exclude"),

@@ -15,6 +15,7 @@ from cg_lint import __version__
 
 if TYPE_CHECKING:
     from cg_lint.engine import Caches
+    from cg_lint.findings import FileResult
 
 
 def markers(decorators: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -28,6 +29,8 @@ class Plugin:
     _decorators: frozenset[str] = frozenset()
     _markers: tuple[str, ...] = markers()
     caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
+    _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
+    _use_cache = True
 
     # flake8 makes this a tree plugin because __init__ asks for `tree`
     def __init__(self, tree: ast.AST | None, lines: list[str], filename: str = "(none)") -> None:
@@ -41,11 +44,21 @@ class Plugin:
             "--cg-decorators", default="", parse_from_config=True, comma_separated_list=True,
             help="extra qualified names that mean tf.custom_gradient (in-house wrappers)",
         )
+        option_manager.add_option(
+            "--cg-cache-dir", default=None, parse_from_config=True,
+            help="cg-lint's result cache folder (default: $CG_LINT_CACHE_DIR or ~/.cache/cg-lint)",
+        )
+        option_manager.add_option(
+            "--cg-no-cache", default=False, action="store_true", parse_from_config=True,
+            help="neither read nor write cg-lint's result cache",
+        )
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
         cls._decorators = frozenset(getattr(options, "cg_decorators", None) or ())
         cls._markers = markers(cls._decorators)
+        cls._cache_dir = getattr(options, "cg_cache_dir", None) or None
+        cls._use_cache = not getattr(options, "cg_no_cache", False)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:
@@ -57,6 +70,19 @@ class Plugin:
         source = "".join(self.lines)
         if not any(m in source for m in self._markers):
             return
+        # an unchanged file's result from an earlier run: no libcst, no parse (a fresh process each
+        # save is how most editors run flake8); built from the entry, not from findings
+        cache = key = None
+        if self._use_cache:
+            from cg_lint.result_cache import ResultCache, default_dir, flake8_key
+
+            cache = ResultCache(self._cache_dir or default_dir(), flake8_key(self._decorators))
+            key = cache.key(self.filename, source.encode("utf-8", "surrogatepass"))
+            entry = cache.get_raw(key)
+            if entry is not None:
+                for f in entry["findings"]:
+                    yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
+                return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
         from cg_lint.engine import Caches, lint_source
@@ -77,6 +103,11 @@ class Plugin:
         if caches is None:
             caches = Plugin.caches = Caches()
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches)
+        if cache is not None and key is not None:
+            cache.put(key, result)
+        yield from self._report(result)
+
+    def _report(self, result: FileResult) -> Iterator[tuple[int, int, str, type]]:
         error = result.error
         # a file the limits turn away is said once, like an internal error; one that does not parse
         # is flake8's own E999

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cg_lint.config import Settings, iter_files
 from cg_lint.findings import FileError, FileResult
 from cg_lint.prefilter import might_contain
+from cg_lint.result_cache import ResultCache, lookup
 from cg_lint.sources import FileTooLarge, mentions, read_regular
 
 if TYPE_CHECKING:  # the pool's modules (~20 ms) are imported only when a run starts one
@@ -117,13 +118,22 @@ def _path_of(future: Future) -> str:
     return getattr(future, "cg_lint_path", "?")
 
 
+def _stored(cache: ResultCache | None, keys: dict[str, str], result: FileResult) -> FileResult:
+    key = keys.get(result.path)
+    if cache is not None and key is not None:
+        cache.put(key, result)
+    return result
+
+
 def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
-               force_exclude: bool = False) -> Iterator[FileResult]:
+               force_exclude: bool = False, cache: ResultCache | None = None) -> Iterator[FileResult]:
+    """``cache``: results of unchanged files are taken from it and new ones put in it."""
     cores = os.cpu_count() or 1
     jobs = min(jobs or cores, MAX_JOBS_PER_CORE * cores)
     fork = sys.platform == "linux"
     min_bytes = POOL_MIN_BYTES * (1 if fork else SPAWN_FACTOR)
-    pending: list[tuple[str, bytes, Settings] | Future[FileResult]] = []
+    pending: list[tuple[str, bytes, Settings] | Future[FileResult] | FileResult] = []
+    keys: dict[str, str] = {}  # path -> its cache key, for the results to put in the cache
     pool: ProcessPoolExecutor | None = None
     seen_bytes = 0
     broken: tuple[type[Exception], ...] | type[Exception] = ()  # catches nothing until a pool starts
@@ -142,6 +152,12 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                 continue
             if not might_contain(data, markers):
                 continue
+            if cache is not None:
+                key, hit = lookup(cache, item, data)
+                if hit is not None:
+                    pending.append(hit)
+                    continue
+                keys[item] = key  # type: ignore[assignment]
             work = (item, data, settings)
             seen_bytes += len(data)
             if pool is not None:
@@ -156,11 +172,14 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
                 pool, broken = _start_pool(jobs, fork)
                 pending = [_submit(pool, w) if isinstance(w, tuple) else w for w in pending]
         for entry in pending:
+            if isinstance(entry, FileResult):  # from the cache
+                yield entry
+                continue
             if isinstance(entry, tuple):
-                yield _lint_data(entry)
+                yield _stored(cache, keys, _lint_data(entry))
                 continue
             try:
-                yield entry.result()
+                yield _stored(cache, keys, entry.result())
             except broken:  # a worker died (a crash in a native parser): report, go on
                 path = _path_of(entry)
                 yield FileResult(path, error=FileError(path, "internal error: the worker process linting this "
