@@ -70,7 +70,13 @@ def load(path: Path | None) -> RuntimeConfig:
         raise SpecError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: invalid TOML: {exc}") from None
-    section = data.get("tool", {}).get("cg_lint", {}).get("runtime")
+    section: Any = data
+    for parent, key in ((None, "tool"), ("tool", "cg_lint"), ("tool.cg_lint", "runtime")):
+        if not isinstance(section, dict):  # `tool = 5`: one line, not an AttributeError
+            raise SpecError(f"{path}: {parent} must be a table")
+        section = section.get(key)
+        if section is None:
+            break
     config = RuntimeConfig(path=str(path))
     if section is None:
         return config
@@ -84,8 +90,8 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
     _known(section, TOP_KEYS, where, prefix)
     if "timeout" in section:
         value = section["timeout"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds, and finite")
         config.timeout = float(value)
     for key, attribute in (("jit", "jit"), ("numeric", "numeric"), ("zero-upstream", "zero_upstream"),
                            ("magnitudes", "magnitudes")):
