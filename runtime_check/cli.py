@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
         for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
             failing = [f for f in entry.findings if f["code"] != "CG130"]
             status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
-                      "memory": "over memory cap", "pending": "not run (interrupted)"}.get(entry.status)
+                      "memory": "over memory cap", "pending": "not finished (interrupted)"}.get(entry.status)
             if status is None:
                 status = f"{len(failing)} finding(s)" if failing else "ok"
             rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))

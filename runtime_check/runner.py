@@ -303,6 +303,9 @@ class _Run:
                     self.lost(worker, "crash", self.bury(worker, kill=False))
                 else:
                     self.handle(worker, line)
+            for gone in [w for w in self.live() if w.process.poll() is not None]:
+                # dead although its stdout is still open (a process it forked holds the pipe)
+                self.lost(gone, "crash", self.bury(gone, kill=False))
             now = time.monotonic()
             for stuck in [w for w in self.live() if w.task is not None and now >= w.deadline]:
                 self.bury(stuck)

@@ -178,7 +178,8 @@ def parse_size(text: str) -> int:
 
 
 def format_size(size: int) -> str:
+    """The largest unit that shows ``size`` exactly (1500M stays 1500M), else megabytes."""
     for unit, factor in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-        if size >= factor:
-            return f"{size / factor:g}{unit}"
-    return f"{size}B"
+        if size % factor == 0:
+            return f"{size // factor}{unit}"
+    return f"{size / (1 << 20):.1f}M" if size >= 1 << 20 else f"{size}B"
