@@ -61,6 +61,15 @@ def test_flag_before_the_paths_and_verbose_names(make_env):
     checked = sorted(ln.split()[-1] for ln in section.splitlines() if ln.startswith("checked cg_ops.py:"))
     assert checked == ["branchy", "scale", "scaled_identity", "summed_grad"]
     assert "4 custom gradient(s) checked through real calls; 3 finding(s), failing the run" in section
+    # the summary shown in docs/runtime-check.md is this run's, line for line
+    shown = [ln for ln in section.splitlines()[1:] if ln.strip() and not ln.startswith("=")]
+    assert _documented_summary() == shown
+
+
+def _documented_summary() -> list[str]:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "runtime-check.md").read_text()
+    block = docs[docs.index("<!-- plugin-summary:"):].split("```")[1]
+    return [ln.strip() for ln in block.splitlines() if ln.strip()]
 
 
 @pytest.mark.tf
