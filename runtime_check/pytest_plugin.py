@@ -18,6 +18,7 @@ installed, and TensorFlow is imported only when the option is given (never in an
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 from typing import Any
 
@@ -124,10 +125,11 @@ def _local_findings(config: Any) -> list[dict[str, Any]]:
     for issue in RECORDER.issues:
         info = issue.definition
         line, column = static_location(info.path, info.qualname) or (info.line, info.column)
+        line, column = int(line), int(column)
         details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
         out.append({"path": _relative(info.path or info.module, root), "line": line, "column": column,
-                    "code": issue.code, "message": f"{issue.message} [{details}]",
-                    "function": info.qualname, "mode": issue.mode})
+                    "code": str(issue.code), "message": f"{issue.message} [{details}]",
+                    "function": info.qualname, "mode": issue.mode})  # plain types: execnet sends them
     return out
 
 
@@ -178,8 +180,8 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if state is None:
         return
     if hasattr(config, "workeroutput"):  # an xdist worker: the controller reports and decides
-        config.workeroutput[_OUTPUT_KEY] = {"findings": _local_findings(config), "checked": _local_checked(config),
-                                            "errors": state.errors}
+        output = {"findings": _local_findings(config), "checked": _local_checked(config), "errors": state.errors}
+        config.workeroutput[_OUTPUT_KEY] = json.loads(json.dumps(output))  # plain types only: execnet sends it
         return
     if state.mode != "fail" or exitstatus != 0:
         return

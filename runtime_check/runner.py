@@ -418,11 +418,14 @@ class _Run:
 def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], timeout: float,
         only: dict[str, list[str]] | None = None, plot: str | None = None,
         progress: Progress | None = None, on_result: Callable[[EntryResult], None] | None = None,
-        jobs: int | None = None, max_memory: int | None = None) -> RunResult:
-    """Check every function of ``units`` in up to ``jobs`` workers; always leaves no process behind."""
+        decorators: frozenset[str] = frozenset(), jobs: int | None = None,
+        max_memory: int | None = None) -> RunResult:
+    """Check every function of ``units`` in up to ``jobs`` workers; always leaves no process behind.
+
+    ``decorators``: the project's own names for custom_gradient (``[tool.cg_lint]``)."""
     supervisor.become_subreaper()
     job = {"units": [u.to_json() for u in units], "options": options, "functions": functions,
-           "only": only, "plot": plot, "max_memory": max_memory}
+           "only": only, "plot": plot, "max_memory": max_memory, "decorators": sorted(decorators)}
     state = _Run(units, job, timeout, jobs or default_jobs(), max_memory, progress or Progress(False), on_result)
     handlers: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():

@@ -11,7 +11,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SKIP_DIRS = frozenset({"__pycache__", "venv", ".venv", "env", "node_modules", "build", "dist", "site-packages"})
+from cg_lint.config import Settings, iter_files
+from cg_lint.findings import FileError
+from cg_lint.prefilter import might_contain
+from cg_lint.syntax.names import BUILDER_MARKERS
+
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -56,9 +60,10 @@ def file_unit(path: Path) -> Unit:
     return Unit(_display(path), module, str(path), str(root), package)
 
 
-def mentions_custom_gradient(path: Path) -> bool:
+def mentions_custom_gradient(path: Path, settings: Settings) -> bool:
+    """cg-lint's first gate: the file names custom_gradient, a configured decorator or a TF builder."""
     try:
-        return "custom_gradient" in path.read_text(encoding="utf-8", errors="replace")
+        return might_contain(path.read_bytes(), settings.markers() + BUILDER_MARKERS)
     except OSError:
         return False
 
@@ -78,10 +83,12 @@ def special_file(path: Path) -> str | None:
     return "not a regular file"
 
 
-def expand(targets: list[str], cwd: Path | None = None,
+def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None,
            on_skip: Callable[[str], None] | None = None) -> list[Unit]:
-    """Units for ``targets``; special files (FIFOs, sockets, devices) are skipped with one line each."""
+    """Units for ``targets``; folders are walked as cg-lint walks them (the project's excludes).
+    Special files (FIFOs, sockets, devices) are skipped with one line each (reading a FIFO blocks)."""
     cwd = cwd or Path.cwd()
+    settings = settings or Settings(root=str(cwd))
     units: list[Unit] = []
     seen: set[str] = set()
 
@@ -101,11 +108,11 @@ def expand(targets: list[str], cwd: Path | None = None,
             found = [file_unit(candidate)]
         elif candidate.is_dir():
             found = []
-            for path in _walk(candidate):
+            for path in _walk(candidate, settings):
                 what = special_file(path)
                 if what is not None:
                     skip(_display(path), what)
-                elif mentions_custom_gradient(path):
+                elif mentions_custom_gradient(path, settings):
                     found.append(file_unit(path))
         elif _DOTTED.match(target) and not target.endswith(".py"):
             top = target.split(".")[0]
@@ -124,9 +131,11 @@ def expand(targets: list[str], cwd: Path | None = None,
     return units
 
 
-def _walk(folder: Path) -> list[Path]:
+def _walk(folder: Path, settings: Settings) -> list[Path]:
     files = []
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        files.extend(Path(root) / n for n in sorted(names) if n.endswith(".py"))
+    for item in iter_files([str(folder)], settings):
+        if isinstance(item, FileError):
+            raise TargetError(item.one_line())
+        if item.endswith(".py"):
+            files.append(Path(item))
     return files

@@ -22,6 +22,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from cg_lint.codes import CG130
+from cg_lint.config import Settings
+from cg_lint.findings import Finding
+
 from . import supervisor
 
 _proto: Any = None
@@ -90,6 +94,7 @@ class Worker:
         self.only: dict[str, list[str]] | None = job.get("only")  # unit index -> qualnames the linter flags
         self.plot_dir: str | None = job.get("plot")
         self.max_memory: int | None = job.get("max_memory")
+        self.decorators: list[str] = job.get("decorators", [])
         self.loaded: dict[int, _Loaded | BaseException] = {}
 
     def load(self, index: int) -> _Loaded | BaseException:
@@ -106,7 +111,7 @@ class Worker:
             self.loaded[index] = exc
             return exc
         path = str(unit.get("path") or getattr(module, "__file__", None) or unit["module"])
-        loaded = _Loaded(index, module, path)
+        loaded = _Loaded(index, module, path, self.decorators)
         try:
             loaded.discover(self.functions, self.only)
         except Exception as exc:  # our bug: say so in one line, keep going with the next unit
@@ -164,8 +169,8 @@ class Worker:
 class _Loaded:
     """An imported unit: its entries, declared specs and the issues its import raised."""
 
-    def __init__(self, index: int, module: ModuleType, path: str) -> None:
-        self.index, self.module, self.path = index, module, path
+    def __init__(self, index: int, module: ModuleType, path: str, decorators: list[str]) -> None:
+        self.index, self.module, self.path, self.decorators = index, module, path, decorators
         self.entries: list[Any] = []
         self.static_lines: dict[str, Any] = {}
         self.import_issues: list[Any] = []
@@ -181,7 +186,7 @@ class _Loaded:
             source = Path(self.path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             source = ""
-        defs = static_definitions(source, self.path)
+        defs = static_definitions(source, self.path, Settings(decorators=frozenset(self.decorators)))
         inits = {}
         for key, spec in functions.items():
             mod, _, qualname = key.partition(":")
@@ -305,11 +310,11 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
     findings = [_finding(issue, entry, path, static_lines) for issue in issues]
     if status == "no-inputs":
         source_note = "declared inputs" if spec and spec["cases"] else "probes"
-        findings.append({
-            "path": entry.location.path or path, "line": entry.location.line, "column": entry.location.column,
-            "code": "CG130", "function": entry.location.qualname, "mode": None,
-            "message": f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
-        })
+        findings.append(Finding(
+            entry.location.path or path, entry.location.line, entry.location.column, CG130,
+            f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
+            function=entry.location.qualname,
+        ).to_json())
     return {"findings": findings, "used": used, "status": status, "rejected": rejected[:3]}
 
 
@@ -327,8 +332,8 @@ def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) ->
         if static is not None:
             line, column = static.line, static.column
     details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
-    return {"path": where, "line": line, "column": column, "code": issue.code, "function": qualname,
-            "mode": issue.mode, "message": f"{message} [{details}]"}
+    return Finding(where, line, column, issue.code, f"{message} [{details}]", function=qualname,
+                   mode=issue.mode).to_json()
 
 
 def _plot(entry: Any, names: list[str], exerciser: Any, plot_dir: str, module_name: str) -> None:

@@ -6,11 +6,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cg_lint.arity import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.analyses.counting import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.analyses.leaves import Counter
+from cg_lint.codes import CG001, CG002, CG003
 from cg_lint.findings import Edit, Finding, Fix
-from cg_lint.model import CustomGradient, ForwardReturn
-from cg_lint.rules.base import LintContext, Rule, plural
-from cg_lint.values import Counter, describe, literal_binding
+from cg_lint.model.records import CustomGradient, ForwardReturn
+from cg_lint.rules.base import LintContext, Rule, describe, plural
+from cg_lint.syntax.environments import literal_binding
 
 
 class ForwardReturnNotPair(Rule):
@@ -52,9 +54,7 @@ class ForwardReturnNotPair(Rule):
     A return value built by a helper call (`return make_pair(x)`) is not checked.
     """
 
-    code = "CG001"
-    name = "forward-return-not-pair"
-    title = "Forward does not return (outputs, grad_fn)"
+    code = CG001
     fixable = True
     VALID = (
         """
@@ -144,7 +144,7 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
-            env = ctx.builder.env_for(record.node)
+            env = ctx.index.env_for(record.node)
             own = set(record.signature.all_names())
             for fr in record.returns:
                 message, fix = self._problem(ctx, record, fr, env, own)
@@ -242,9 +242,7 @@ class UpstreamCountMismatch(Rule):
     `grad(*upstream)` accepts any number.
     """
 
-    code = "CG002"
-    name = "upstream-count-mismatch"
-    title = "grad's upstream parameters do not match the number of outputs"
+    code = CG002
     VALID = (
         """
 import tensorflow as tf
@@ -300,7 +298,7 @@ class Layer:
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         seen = set()
         for record in ctx.records:
-            counter = Counter(ctx.builder.env_for(record.node), ctx.index.qualnames, record.structured_params)
+            counter = Counter(ctx.index.env_for(record.node), ctx.index.qualnames, record.structured_params)
             for fr in record.returns:
                 grad = fr.grad
                 if grad is None or fr.outputs is None:
@@ -369,9 +367,7 @@ class GradientCountMismatch(Rule):
     helper call.
     """
 
-    code = "CG003"
-    name = "gradient-count-mismatch"
-    title = "grad returns a different number of gradients than there are inputs"
+    code = CG003
     VALID = (
         """
 import tensorflow as tf
@@ -500,11 +496,11 @@ def f(x, y):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
-            expected = expected_inputs(record, ctx.builder)
+            expected = expected_inputs(record, ctx.index)
             if expected is None or not record.grads:
                 continue
             for grad in record.grads:
-                counter = grad_counter(record, grad, ctx.builder)
+                counter = grad_counter(record, grad, ctx.index)
                 for site in grad.returns:
                     counts = returned_counts(grad, site, counter)
                     if not counts or any(expected.accepts(n) for n in counts):

@@ -9,9 +9,10 @@ from typing import ClassVar
 
 import libcst as cst
 
-from cg_lint.builder import FileIndex, ModelBuilder
+from cg_lint.codes import CODES, Code
 from cg_lint.findings import Finding, Fix
-from cg_lint.model import CustomGradient
+from cg_lint.model.records import CustomGradient
+from cg_lint.syntax.index import FileIndex
 
 # `# expect: CG003` at the end of a line of an INVALID example marks where a finding must be.
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>CG\d+(?:\s*,\s*CG\d+)*)")
@@ -19,10 +20,11 @@ EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>CG\d+(?:\s*,\s*CG\d+)*)")
 
 @dataclass
 class LintContext:
+    """What every rule reads: the file's index and its custom-gradient records (``path`` only
+    names the file in findings)."""
+
     path: str
-    lines: list[str]
     index: FileIndex
-    builder: ModelBuilder
     records: list[CustomGradient]
 
     @property
@@ -40,15 +42,29 @@ class Rule:
 
     The class docstring is the rule's documentation (ruff's sections: What it does / Why is this bad? /
     Example / Use instead / Fix safety / Known limitations); ``VALID`` and ``INVALID`` are run as tests.
+    A rule sets only its ``code``: the name, title and theme are the registry's (``cg_lint.codes``),
+    which runtime-check reports under too.
     """
 
-    code: ClassVar[str]
+    code: ClassVar[Code]
     name: ClassVar[str]  # kebab-case, stable
     title: ClassVar[str]  # one line, for `cg-lint rule --all`
-    theme: ClassVar[str] = "arity"
+    theme: ClassVar[str]
     fixable: ClassVar[bool] = False
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return
+        own = sorted({"name", "title", "theme"} & set(cls.__dict__))
+        if code not in CODES or own:
+            raise TypeError(f"{cls.__name__}: register {code} in cg_lint/codes.py (its name, title and theme "
+                            f"live there{', not in the class: ' + ', '.join(own) if own else ''})")
+        entry = CODES[code]
+        cls.code, cls.name, cls.title, cls.theme = entry, entry.name, entry.summary, entry.theme
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:
         raise NotImplementedError
@@ -81,3 +97,13 @@ def expected_lines(source: str) -> Iterator[tuple[int, str]]:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def describe(expr: cst.BaseExpression) -> str:
+    """Short source text of an expression, for messages."""
+    try:
+        text = cst.Module(body=[]).code_for_node(expr)
+    except Exception:  # pragma: no cover - code generation does not fail on parsed nodes
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

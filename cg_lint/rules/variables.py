@@ -1,7 +1,7 @@
 """Variables rules: the `variables=` contract of grad when the forward reads trainable variables.
 
-Which variables a forward or grad reads is decided once, in ``cg_lint.variables`` (through the
-builder); these rules only read ``record.variable_reads`` and ``grad.variable_reads``.
+Which variables a forward or grad reads is decided once, in ``cg_lint.analyses.variable_reads``
+(before any rule runs); these rules only read ``record.variable_reads`` and ``grad.variable_reads``.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.leaves import call_name
+from cg_lint.analyses.tensors import Tensors, statement_of
+from cg_lint.codes import CG004, CG005, CG006, CG007, CG018
 from cg_lint.findings import Finding, Fix
-from cg_lint.fixes import insert_after, replace_node
-from cg_lint.model import CustomGradient, GradFn, VariableRead
-from cg_lint.rules.base import LintContext, Rule, plural
-from cg_lint.tensors import Tensors, statement_of
-from cg_lint.values import call_name, describe, literal_binding
+from cg_lint.model.records import CustomGradient, GradFn, VariableRead
+from cg_lint.rules.base import LintContext, Rule, describe, plural
+from cg_lint.rules.edits import insert_after, replace_node
+from cg_lint.syntax.environments import literal_binding
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
           "layer": "Keras layer with weights"}
@@ -104,10 +106,7 @@ class MissingVariablesArgument(Rule):
     non-trainable.
     """
 
-    code = "CG004"
-    name = "missing-variables-argument"
-    title = "forward reads variables but grad does not accept 'variables'"
-    theme = "variables"
+    code = CG004
     fixable = True
     VALID = (
         """
@@ -347,10 +346,7 @@ class VariablesReturnNotPair(Rule):
     Only checked when the forward is known to read variables; returns built by helper calls are not.
     """
 
-    code = "CG005"
-    name = "variables-return-not-pair"
-    title = "grad takes variables but does not return (input_grads, variable_grads)"
-    theme = "variables"
+    code = CG005
     VALID = (
         """
 import tensorflow as tf
@@ -488,10 +484,7 @@ class VariableGradsNotList(Rule):
     Only checked when the forward is known to read variables.
     """
 
-    code = "CG006"
-    name = "variable-grads-not-list"
-    title = "variable gradients returned as a tuple"
-    theme = "variables"
+    code = CG006
     fixable = True
     VALID = (
         """
@@ -629,10 +622,7 @@ class PositionalVariableGrads(Rule):
     Lists built in a loop (`grads.append(...)`) in read order are not detected.
     """
 
-    code = "CG007"
-    name = "positional-variable-grads"
-    title = "variable gradients listed by position"
-    theme = "variables"
+    code = CG007
     VALID = (
         """
 import tensorflow as tf
@@ -771,10 +761,7 @@ class VariableReadInGrad(Rule):
     Reads through the `variables` argument, helper functions or containers are not flagged.
     """
 
-    code = "CG018"
-    name = "variable-read-in-grad"
-    title = "a tf.Variable is read inside grad"
-    theme = "variables"
+    code = CG018
     VALID = (
         """
 import tensorflow as tf
