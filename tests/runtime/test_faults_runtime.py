@@ -39,7 +39,7 @@ def {name}(x):
 
 HOSTILE = {
     # fork at import: the child keeps running the import's copy of the interpreter
-    "fork_at_import.py": f'''
+    "fork_at_import.py": '''
 import os, sys, time
 import tensorflow as tf
 if os.fork() == 0:
