@@ -16,6 +16,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -97,18 +98,129 @@ def _raise_interrupted(signum: int, _frame: Any) -> None:
     raise Interrupted(signal.Signals(signum).name)
 
 
+class _ForkedProcess:
+    """A worker the zygote forked, behind the part of Popen's interface the runner uses; its pid
+    and exit status arrive from the zygote (its parent)."""
+
+    def __init__(self, stdin: Any, stdout: Any, stderr: Any) -> None:
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.ended = threading.Event()
+
+    def poll(self) -> int | None:
+        return self.returncode if self.ended.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        # without a timeout, a bounded wait: the zygote may be gone and never report the status
+        if not self.ended.wait(EXIT_GRACE if timeout is None else timeout) and timeout is not None:
+            raise subprocess.TimeoutExpired("runtime_check.worker", timeout)
+        return self.returncode
+
+
+class _Zygote:
+    """A process that imports TensorFlow once and forks workers on request (``worker.zygote_main``)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.channel, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "runtime_check.worker", "--zygote"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**env, "RUNTIME_CHECK_ZYGOTE_FD": str(theirs.fileno())}, pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+        theirs.close()
+        self.pid = self.process.pid
+        self.requests = 0
+        self.pending: dict[int, _ForkedProcess] = {}
+        self.children: dict[int, _ForkedProcess] = {}
+        self.lock = threading.Lock()
+        self.fatal: str | None = None
+        self.stderr_tail = b""
+        self.gone = threading.Event()
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_events(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            try:
+                event = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            with self.lock:
+                if event["event"] == "forked":
+                    child = self.pending.pop(event["id"])
+                    child.pid = event["pid"]
+                    self.children[child.pid] = child
+                elif event["event"] == "exited" and event["pid"] in self.children:
+                    child = self.children.pop(event["pid"])
+                    child.returncode = event["returncode"]
+                    child.ended.set()
+                elif event["event"] == "fatal":
+                    self.fatal = event["message"]
+        self.gone.set()
+        with self.lock:  # its workers die with it (parent-death signal); nobody will report them
+            for child in [*self.pending.values(), *self.children.values()]:
+                child.ended.set()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        while chunk := _read_chunk(self.process.stderr.fileno()):
+            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+
+    def fork(self) -> _ForkedProcess:
+        """A new worker: its commands, events and stderr travel on pipes handed over the channel."""
+        commands_read, commands_write = os.pipe()
+        events_read, events_write = os.pipe()
+        errors_read, errors_write = os.pipe()
+        child = _ForkedProcess(os.fdopen(commands_write, "wb"), os.fdopen(events_read, "rb"),
+                               os.fdopen(errors_read, "rb"))
+        with self.lock:
+            self.requests += 1
+            self.pending[self.requests] = child
+            request = self.requests
+        try:
+            socket.send_fds(self.channel, [json.dumps({"id": request}).encode() + b"\n"],
+                            [commands_read, events_write, errors_write])
+        except OSError:
+            pass  # the zygote is gone: the worker's event stream ends at once, and the loop says why
+        finally:
+            for fd in (commands_read, events_write, errors_write):
+                os.close(fd)
+        return child
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.channel.close()  # the zygote exits when its channel ends
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=EXIT_GRACE)
+        supervisor.kill_tree(self.pid)
+        self.process.wait()
+
+
+def _read_chunk(descriptor: int) -> bytes:
+    try:
+        return os.read(descriptor, 65536)
+    except OSError:
+        return b""
+
+
 class _Worker:
     """One worker process, its reader threads and what it is doing."""
 
     def __init__(self, number: int, job: dict[str, Any], env: dict[str, str],
-                 events: queue.Queue[tuple[_Worker, str | None]]) -> None:
+                 events: queue.Queue[tuple[_Worker, str | None]], zygote: _Zygote | None = None) -> None:
         self.number = number
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime_check.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, start_new_session=True,  # its own session and process group
-        )
-        self.pid = self.process.pid
+        self.process: Any
+        if zygote is not None:
+            self.process = zygote.fork()
+        else:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "runtime_check.worker"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env, start_new_session=True,  # its own session and process group
+            )
         self.events = events
         self.stderr_tail = b""
         self.ready = False
@@ -120,6 +232,10 @@ class _Worker:
         threading.Thread(target=self._read_stderr, daemon=True).start()
         self.send(job)
 
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
     def _read_events(self) -> None:
         assert self.process.stdout is not None
         for raw in self.process.stdout:
@@ -129,14 +245,7 @@ class _Worker:
     def _read_stderr(self) -> None:
         # chunks, not lines: a module may print gigabytes without a newline
         assert self.process.stderr is not None
-        descriptor = self.process.stderr.fileno()
-        while True:
-            try:
-                chunk = os.read(descriptor, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
+        while chunk := _read_chunk(self.process.stderr.fileno()):
             self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
 
     def last_stderr_line(self) -> str:
@@ -171,7 +280,8 @@ class _Worker:
     def kill(self) -> int | None:
         """Kill the worker, its group and every descendant; return its exit status."""
         self.dead = True
-        supervisor.kill_tree(self.pid)
+        if self.pid is not None:
+            supervisor.kill_tree(self.pid)
         return self.process.wait()
 
 
@@ -198,6 +308,13 @@ def _estimate_functions(units: list[Unit]) -> int:
         except OSError:
             total += 1
     return total
+
+
+def use_zygote() -> bool:
+    """Fork workers from one TensorFlow import (Linux), unless RUNTIME_CHECK_SPAWN=1 asks for a
+    fresh interpreter per worker."""
+    return (sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+            and os.environ.get("RUNTIME_CHECK_SPAWN") != "1")
 
 
 def default_jobs() -> int:
@@ -227,6 +344,7 @@ class _Run:
         self.ever_ready = False
         self.capacity = max(1, min(jobs, _estimate_functions(units)))
         self.preexisting = supervisor.orphans(())  # children the caller had before this run
+        self.zygote: _Zygote | None = None
 
     # -- workers -------------------------------------------------------------------------------
     def live(self) -> list[_Worker]:
@@ -243,16 +361,24 @@ class _Run:
         idle = sum(1 for w in live if w.task is None or w.task[0] == "start")
         wanted = min(self.capacity, len(live) + max(0, self.remaining() - idle))
         while len(live) < wanted:
-            worker = _Worker(self.started, self.job, self.env, self.events)
-            self.started += 1
-            self.workers.append(worker)
-            live.append(worker)
+            live.append(self.new_worker())
+
+    def new_worker(self) -> _Worker:
+        worker = _Worker(self.started, self.job, self.env, self.events, self.zygote)
+        self.started += 1
+        self.workers.append(worker)
+        return worker
+
+    def keep(self) -> list[int]:
+        """Children of this process that are not leftovers: live workers, the zygote, the caller's."""
+        pids = [w.pid for w in self.live() if w.pid is not None] + list(self.preexisting)
+        return pids + ([self.zygote.pid] if self.zygote is not None else [])
 
     def bury(self, worker: _Worker, kill: bool = True) -> str:
         """Make sure ``worker`` and all it started are gone; say how it ended."""
         status = worker.kill() if kill or worker.process.poll() is None else worker.process.wait()
         worker.dead = True
-        supervisor.sweep_orphans([w.pid for w in self.live()] + list(self.preexisting))
+        supervisor.sweep_orphans(self.keep())
         return _signal_name(status)
 
     def shutdown(self) -> None:
@@ -265,6 +391,12 @@ class _Run:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 worker.process.wait(timeout=max(0.0, end - time.monotonic()))
             self.bury(worker)
+        self.close_zygote()
+
+    def close_zygote(self) -> None:
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
     # -- the loop ------------------------------------------------------------------------------
     def assign(self, worker: _Worker) -> None:
@@ -279,9 +411,10 @@ class _Run:
             worker.task = None
 
     def loop(self) -> None:
-        for _ in range(self.capacity):  # all at once: their TensorFlow imports overlap
-            self.workers.append(_Worker(self.started, self.job, self.env, self.events))
-            self.started += 1
+        if use_zygote():
+            self.zygote = _Zygote(self.env)
+        for _ in range(self.capacity):  # all at once (forks of one import, or overlapping imports)
+            self.new_worker()
         next_poll = time.monotonic() + MEMORY_POLL
         while (self.remaining() or self.busy()) and not self.fatal:
             now = time.monotonic()
@@ -313,7 +446,7 @@ class _Run:
             if self.max_memory and now >= next_poll:
                 next_poll = now + MEMORY_POLL
                 for big in [w for w in self.live() if w.task is not None and w.task[0] in ("plan", "run")]:
-                    if supervisor.tree_rss(big.pid) > self.max_memory:
+                    if big.pid is not None and supervisor.tree_rss(big.pid) > self.max_memory:
                         self.bury(big)
                         self.lost(big, "memory", "")
             if self.fatal:
@@ -395,6 +528,15 @@ class _Run:
                 message = f"a checker process did not start within {START_TIMEOUT:g} s"
             else:
                 message = f"a checker process exited early ({status}): {worker.last_stderr_line()}"
+            zygote = self.zygote
+            if zygote is not None and (not self.ever_ready or zygote.process.poll() is not None):
+                zygote.gone.wait(EXIT_GRACE)  # the workers' parent: it says why, if it died
+                if zygote.fatal:
+                    message = zygote.fatal
+                elif zygote.gone.is_set():
+                    tail = zygote.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+                    message = (f"the checker process exited early ({_signal_name(zygote.process.poll())})"
+                               f"{': ' + tail[-1][:300] if tail else ''}")
             self.start_failures += 1
             if not self.ever_ready or self.start_failures > 3:
                 self.result.errors.append(f"runtime-check: error: {message}")
@@ -447,6 +589,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
             if state.result.interrupted:
                 for worker in state.live():
                     state.bury(worker)
+                state.close_zygote()
             else:
                 state.shutdown()
             supervisor.sweep_orphans(state.preexisting)

@@ -16,6 +16,8 @@ import importlib.util
 import json
 import os
 import resource
+import select
+import socket
 import sys
 import traceback
 from pathlib import Path
@@ -230,21 +232,35 @@ def _limit_memory(max_memory: int) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--zygote"]:
+        return zygote_main()
     commands = _isolate_stdio()
     supervisor.become_subreaper()
     supervisor.die_with_parent()
     if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
         return 1  # the parent died before we asked to die with it
     job = json.loads(commands.readline())
+    if not _import_tensorflow():
+        _exit(2)
+    serve(job, commands)
+    return 0
+
+
+def _import_tensorflow() -> bool:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow  # noqa: F401
     except ImportError as exc:
         emit("fatal", message=f"runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}")
-        _exit(2)
+        return False
     from . import checked
 
     checked.install()
+    return True
+
+
+def serve(job: dict[str, Any], commands: TextIO) -> None:
+    """The worker's loop, TensorFlow imported: one command at a time until ``exit``."""
     worker = Worker(job)
     if worker.max_memory:
         _limit_memory(worker.max_memory)
@@ -258,7 +274,69 @@ def main() -> int:
         elif command["cmd"] == "exit":
             break
     _exit(0)
-    return 0
+
+
+def zygote_main() -> int:
+    """Import TensorFlow once, then fork a worker for each request (three descriptors: its
+    commands, its events, its stderr), so a new worker costs a fork, not an import.
+
+    Forking is safe only before TensorFlow runs its first op (its thread pools do not survive a
+    fork), so the zygote itself never runs one: it imports and installs the checked decorator. It
+    reports each fork's pid and reaps each worker, reporting its exit status."""
+    channel = socket.socket(fileno=int(os.environ.pop("RUNTIME_CHECK_ZYGOTE_FD")))
+    _isolate_stdio().close()
+    supervisor.die_with_parent()
+    if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
+        return 1
+    if not _import_tensorflow():
+        os._exit(2)
+    emit("ready", pid=os.getpid())
+    while True:
+        readable, _, _ = select.select([channel], [], [], 0.05)
+        _reap_workers()
+        if not readable:
+            continue
+        try:
+            message, fds, _flags, _address = socket.recv_fds(channel, 65536, 3)
+        except OSError:
+            message, fds = b"", []
+        if not message:  # the parent closed its end: it is done, or gone
+            os._exit(0)
+        request = json.loads(message.decode("utf-8").splitlines()[0])
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            _become_worker(fds)
+        for fd in fds:
+            os.close(fd)
+        emit("forked", id=request["id"], pid=pid)
+
+
+def _reap_workers() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        emit("exited", pid=pid, returncode=os.waitstatus_to_exitcode(status))
+
+
+def _become_worker(fds: list[int]) -> None:
+    """In the forked child: its own session, its own descriptors, then the worker's loop."""
+    try:
+        os.setsid()
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        _proto.close()  # the zygote's event stream is not this worker's
+        commands = _isolate_stdio()
+        supervisor.become_subreaper()
+        supervisor.die_with_parent()  # the zygote, which dies with runtime-check
+        serve(json.loads(commands.readline()), commands)
+    finally:
+        os._exit(70)
 
 
 def _exit(status: int) -> None:
