@@ -328,3 +328,52 @@ def test_signal_prints_results_so_far_and_leaves_nothing(sig: signal.Signals, tm
     assert last == (f"runtime-check: interrupted by {sig.name}: the results above cover 1 of 2 function(s) "
                     "found so far")
     assert "Traceback" not in stderr
+
+
+NO_TENSORFLOW = textwrap.dedent('''
+    import sys
+
+    class _NoTensorFlow:
+        def find_spec(self, name, path=None, target=None):
+            if name == "tensorflow" or name.startswith("tensorflow."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _NoTensorFlow())
+''')
+
+
+@pytest.mark.parametrize("spawn", ["0", "1"], ids=["zygote", "spawn"])
+def test_without_tensorflow_one_line_and_no_process(spawn: str, tmp_path: Path, make_env):
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(NO_TENSORFLOW)
+    (tmp_path / "m.py").write_text(textwrap.dedent("import tensorflow as tf\n" + CUSTOM.format(name="f")))
+    token = f"cg-fault-{uuid.uuid4().hex}"
+    env = _env(make_env, token, RUNTIME_CHECK_SPAWN=spawn)
+    env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
+    completed = subprocess.run([sys.executable, "-m", "runtime_check", "m.py"], cwd=tmp_path, env=env,
+                               capture_output=True, text=True, timeout=BOUND)
+    _assert_nothing_left(token)
+    assert completed.returncode == 2
+    assert completed.stderr.splitlines() == [
+        "runtime-check: error: runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): "
+        "No module named 'tensorflow'"]
+
+
+@pytest.mark.slow
+def test_spawned_workers_isolate_crashes_and_hangs_too(make_env):
+    # the same isolation when each worker is a fresh interpreter instead of a fork of the zygote
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    token = f"cg-fault-{uuid.uuid4().hex}"
+    completed = subprocess.run(
+        [sys.executable, "-m", "runtime_check", "--format", "json", "--timeout", "8", "crashy.py"],
+        cwd=fixtures, env=_env(make_env, token, RUNTIME_CHECK_SPAWN="1"), capture_output=True, text=True,
+        timeout=BOUND)
+    _assert_nothing_left(token)
+    findings = json.loads(completed.stdout)
+    assert _codes(findings, "aborts") == {"CG121"}
+    assert "signal SIGABRT" in next(f["message"] for f in findings if f["function"] == "aborts")
+    assert _codes(findings, "never_returns") == {"CG120"}
+    assert _codes(findings, "shape_bug_after") == {"CG101"}
+    assert _codes(findings, "healthy_before") == _codes(findings, "healthy_after") == set()
