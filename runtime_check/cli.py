@@ -122,8 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _error(str(exc), prefix=False)
     try:
-        units = expand(args.targets, settings=settings,
-                       on_skip=lambda message: sys.stderr.write(message + "\n"))
+        units = expand(args.targets, settings=settings, on_skip=_say)
     except TargetError as exc:
         return _error(str(exc), prefix=False)
 
@@ -202,6 +201,10 @@ def _flagged(units: list, settings: Settings) -> tuple[dict[str, list[str]] | No
         findings, error = lint_source(source, unit.path, settings)
         flagged[str(index)] = sorted({f.function for f in findings if f.function})
     return flagged, None
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
 
 
 def _error(message: str, prefix: bool = True) -> int:

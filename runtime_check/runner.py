@@ -569,7 +569,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
     job = {"units": [u.to_json() for u in units], "options": options, "functions": functions,
            "only": only, "plot": plot, "max_memory": max_memory, "decorators": sorted(decorators)}
     state = _Run(units, job, timeout, jobs or default_jobs(), max_memory, progress or Progress(False), on_result)
-    handlers: dict[int, Any] = {}
+    handlers: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             handlers[sig] = signal.signal(sig, _raise_interrupted)
@@ -581,7 +581,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
         state.result.interrupted = str(exc)
     finally:
         # a second Ctrl-C must not cut the cleanup short
-        blocked = {}
+        blocked: dict[signal.Signals, Any] = {}
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 blocked[sig] = signal.signal(sig, signal.SIG_IGN)

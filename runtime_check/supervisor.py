@@ -18,6 +18,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Iterable
 
 PR_SET_PDEATHSIG = 1
@@ -38,6 +39,10 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Orphaned descendants of this process are re-parented to it (and so can be found)."""
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def stop_being_subreaper() -> bool:
+    return _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
@@ -89,7 +94,7 @@ def _signal_all(pids: Iterable[int], sig: int) -> None:
 
 
 def kill_tree(root: int, include_root: bool = True, keep: Iterable[int] = ()) -> set[int]:
-    """Freeze, then kill ``root``'s process group and every descendant (except ``keep``).
+    """Freeze, then kill ``root``'s group and every descendant (except ``keep``).
 
     Returns the pids that were signalled. Children of this process among them are reaped.
     """
@@ -110,23 +115,40 @@ def kill_tree(root: int, include_root: bool = True, keep: Iterable[int] = ()) ->
         stopped |= new
     _signal_all(stopped, signal.SIGKILL)
     if include_root:
-        with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        with contextlib.suppress(OSError):
             os.killpg(root, signal.SIGKILL)
-    reap(stopped - ({root} if include_root else set()))
+    reap(stopped - {root}, dying={root} if include_root else ())
     return stopped
 
 
-def reap(pids: Iterable[int]) -> None:
-    """Collect the exit status of those of ``pids`` that are this process's children."""
-    for pid in pids:
-        with contextlib.suppress(OSError):  # ECHILD: not ours, its own parent (or init) reaps it
-            os.waitpid(pid, 0)
+def reap(pids: Iterable[int], dying: Iterable[int] = ()) -> None:
+    """Collect the exit status of ``pids`` (just killed) that are, or become, our children.
+
+    A killed grandchild is re-parented to this subreaper only once its own parent is gone, so
+    keep waiting (briefly: they were sent SIGKILL) while one still hangs below another, or below
+    one of ``dying`` (killed too, and reaped elsewhere)."""
+    me, pending, dying = os.getpid(), set(pids), set(dying)
+    for _ in range(100):
+        table = process_table()
+        pending &= set(table)
+        if not pending:
+            return
+        mine = {pid for pid in pending if table[pid][0] == me}
+        for pid in mine:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+        pending -= mine
+        if not any(table[pid][0] in pending | dying and table.get(table[pid][0], (0, "Z"))[1] != "Z"
+                   for pid in pending):
+            return  # the rest belong to someone else (their parent, or init, reaps them)
+        time.sleep(0.005)
 
 
 def orphans(workers: Iterable[int]) -> set[int]:
     """Children of this process that are not ``workers``: re-parented leftovers of dead workers."""
     me, workers = os.getpid(), set(workers)
-    return {pid for pid, (ppid, _state) in process_table().items() if ppid == me and pid not in workers}
+    table = process_table()
+    return {pid for pid, (ppid, _state) in table.items() if ppid == me and pid not in workers}
 
 
 def sweep_orphans(workers: Iterable[int]) -> set[int]:
