@@ -55,6 +55,7 @@ def _with_token(token: str) -> list[int]:
 
 
 def test_kill_tree_reaches_setsid_escapes_and_fork_loops():
+    before = supervisor.orphans([])  # children this test process already had: not ours to kill
     was_subreaper = supervisor.become_subreaper()
     assert was_subreaper  # Linux: the escapes below re-parent to this test process
     token = f"cg-tree-{uuid.uuid4().hex}"
@@ -67,7 +68,7 @@ def test_kill_tree_reaches_setsid_escapes_and_fork_loops():
         assert tree, "the tree has members"
         supervisor.kill_tree(root.pid)
         root.wait(timeout=60)
-        supervisor.sweep_orphans([])  # the daemon, re-parented to us when its parent exited
+        supervisor.sweep_orphans(before)  # the daemon, re-parented to us when its parent exited
         for _ in range(100):  # SIGKILL is asynchronous: give the kernel a moment to tear down
             if not _with_token(token):
                 break
@@ -78,7 +79,7 @@ def test_kill_tree_reaches_setsid_escapes_and_fork_loops():
         if root.poll() is None:
             supervisor.kill_tree(root.pid)
             root.wait()
-        supervisor.sweep_orphans([])
+        supervisor.sweep_orphans(before)
         supervisor.stop_being_subreaper()  # the rest of the suite runs in a plain process again
 
 
