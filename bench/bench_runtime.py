@@ -24,15 +24,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-FUNCTION = textwrap.dedent('''
+FUNCTION = textwrap.dedent("""
     @tf.custom_gradient
     def f{i}(x):
         def grad(dy):
             return dy * ({k} + tf.cos(x))
         return {k} * x + tf.sin(x), grad
-''')
+""")
 
-FLOOR = textwrap.dedent('''
+FLOOR = textwrap.dedent("""
     import tensorflow as tf
     import generated
 
@@ -49,11 +49,13 @@ FLOOR = textwrap.dedent('''
         gradient = make_gradient(getattr(generated, name))
         gradient(x).numpy()
         tf.function(gradient)(x).numpy()
-''')
+""")
 
 
 def generate(folder: Path, n: int) -> Path:
-    body = "import tensorflow as tf\n" + "".join(FUNCTION.format(i=i, k=float(i % 5 + 1)) for i in range(n))
+    body = "import tensorflow as tf\n" + "".join(
+        FUNCTION.format(i=i, k=float(i % 5 + 1)) for i in range(n)
+    )
     module = folder / "generated.py"
     module.write_text(body)
     (folder / "floor.py").write_text(FLOOR)
@@ -61,25 +63,37 @@ def generate(folder: Path, n: int) -> Path:
     split.mkdir()
     for part, functions in (("half_a", range(n // 2)), ("half_b", range(n // 2, n))):
         (split / f"{part}.py").write_text(
-            "import tensorflow as tf\n" + "".join(FUNCTION.format(i=i, k=float(i % 5 + 1)) for i in functions))
+            "import tensorflow as tf\n"
+            + "".join(FUNCTION.format(i=i, k=float(i % 5 + 1)) for i in functions)
+        )
     return module
 
 
 def timed(argv: list[str], cwd: Path, ok: tuple[int, ...] = (0,), **extra: str) -> float:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3",
-               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p), **extra)
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
+        **extra,
+    )
     start = time.perf_counter()
     completed = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if completed.returncode not in ok:
-        sys.exit(f"bench: {' '.join(argv)} failed ({completed.returncode}): {completed.stderr[-500:]}")
+        sys.exit(
+            f"bench: {' '.join(argv)} failed ({completed.returncode}): {completed.stderr[-500:]}"
+        )
     return elapsed
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=20, help="functions in the generated module (default 20)")
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved rounds; the best is reported")
+    parser.add_argument(
+        "-n", type=int, default=20, help="functions in the generated module (default 20)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="interleaved rounds; the best is reported"
+    )
     args = parser.parse_args()
     check = [sys.executable, "-m", "runtime_check", "--format", "json"]
     commands = {
@@ -100,7 +114,10 @@ def main() -> int:
                 extra = {"RUNTIME_CHECK_SPAWN": "1"} if name in spawn else {}
                 best[name] = min(best[name], timed(argv, folder, **extra))
     floor = best["floor (TF import + 1 eager + 1 traced gradient each)"]
-    print(f"functions: {args.n}, cores: {len(os.sched_getaffinity(0))}, best of {args.repeat} interleaved rounds")
+    print(
+        f"functions: {args.n}, cores: {len(os.sched_getaffinity(0))}, "
+        f"best of {args.repeat} interleaved rounds"
+    )
     for name, seconds in best.items():
         print(f"{name + ':':62} {seconds:6.2f} s  {seconds / floor:5.2f}x the floor")
     return 0

@@ -32,23 +32,38 @@ MODES = ("fail", "warn")
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("cg-runtime-check", "custom-gradient runtime checks")
     group.addoption(
-        "--cg-runtime-check", action="store_true", default=False, dest="cg_runtime_check",
+        "--cg-runtime-check",
+        action="store_true",
+        default=False,
+        dest="cg_runtime_check",
         help="check every tf.custom_gradient call eagerly and under tf.function (needs TensorFlow)",
     )
     group.addoption(
-        "--cg-runtime-check-mode", default=None, choices=MODES, dest="cg_runtime_check_mode",
+        "--cg-runtime-check-mode",
+        default=None,
+        choices=MODES,
+        dest="cg_runtime_check_mode",
         help="fail: findings fail the run (default); warn: findings are only reported",
     )
-    parser.addini("cg_runtime_check", type="bool", default=False,
-                  help="turn the custom-gradient runtime check on, as --cg-runtime-check does")
-    parser.addini("cg_runtime_check_mode", default="fail",
-                  help="fail (default) or warn, as --cg-runtime-check-mode")
+    parser.addini(
+        "cg_runtime_check",
+        type="bool",
+        default=False,
+        help="turn the custom-gradient runtime check on, as --cg-runtime-check does",
+    )
+    parser.addini(
+        "cg_runtime_check_mode",
+        default="fail",
+        help="fail (default) or warn, as --cg-runtime-check-mode",
+    )
 
 
 class _State:
     def __init__(self, mode: str, controller: bool) -> None:
         self.mode = mode
-        self.controller = controller  # an xdist controller: runs no test, merges the workers' results
+        self.controller = (
+            controller  # an xdist controller: runs no test, merges the workers' results
+        )
         self.seen: set[tuple[Any, ...]] = set()
         self.errors: list[str] = []
         self.merged_findings: list[dict[str, Any]] = []
@@ -57,16 +72,26 @@ class _State:
 
 
 def _is_xdist_controller(config: Any) -> bool:
-    return (not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist")
-            and getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "numprocesses", 0)))
+    return (
+        not hasattr(config, "workerinput")
+        and config.pluginmanager.hasplugin("xdist")
+        and getattr(config.option, "dist", "no") != "no"
+        and bool(getattr(config.option, "numprocesses", 0))
+    )
 
 
 def pytest_configure(config: Any) -> None:
-    if not (config.getoption("cg_runtime_check", default=False) or config.getini("cg_runtime_check")):
+    if not (
+        config.getoption("cg_runtime_check", default=False) or config.getini("cg_runtime_check")
+    ):
         return
-    mode = config.getoption("cg_runtime_check_mode", default=None) or config.getini("cg_runtime_check_mode")
+    mode = config.getoption("cg_runtime_check_mode", default=None) or config.getini(
+        "cg_runtime_check_mode"
+    )
     if mode not in MODES:
-        raise pytest.UsageError(f"cg_runtime_check_mode must be one of {', '.join(MODES)}, not '{mode}'")
+        raise pytest.UsageError(
+            f"cg_runtime_check_mode must be one of {', '.join(MODES)}, not '{mode}'"
+        )
     controller = _is_xdist_controller(config)
     state = _State(mode, controller)
     if controller:  # the workers import TensorFlow; here only say early that they cannot
@@ -76,7 +101,9 @@ def pytest_configure(config: Any) -> None:
         except (ImportError, ValueError) as exc:
             found, why = False, str(exc)
         if not found:
-            raise pytest.UsageError(f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {why}")
+            raise pytest.UsageError(
+                f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {why}"
+            )
         setattr(config, _STATE_KEY, state)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -84,7 +111,8 @@ def pytest_configure(config: Any) -> None:
         import tensorflow  # noqa: F401
     except ImportError as exc:
         raise pytest.UsageError(
-            f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}") from None
+            f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}"
+        ) from None
     from . import checked
     from .exercise import Options, shadow_check
 
@@ -93,14 +121,19 @@ def pytest_configure(config: Any) -> None:
     options = Options()
 
     def hook(decorated: Any, args: tuple[Any, ...], info: Any, names: list[str]) -> None:
-        signature = tuple((str(getattr(a, "dtype", type(a).__name__)), tuple(getattr(a, "shape", ()))) for a in args)
+        signature = tuple(
+            (str(getattr(a, "dtype", type(a).__name__)), tuple(getattr(a, "shape", ())))
+            for a in args
+        )
         key = (info.key, signature)
         if key in state.seen:
             return
         state.seen.add(key)
         try:
             shadow_check(decorated, args, info, names, options)
-        except Exception as exc:  # the re-run is ours: never turn it into a failure of the user's test
+        except (
+            Exception
+        ) as exc:  # the re-run is ours: never turn it into a failure of the user's test
             if os.environ.get("RUNTIME_CHECK_DEBUG"):
                 raise
             state.errors.append(f"{info.qualname}: {type(exc).__name__}: {exc}")
@@ -116,7 +149,7 @@ def _relative(path: str, root: str) -> str:
 
 
 def _local_findings(config: Any) -> list[dict[str, Any]]:
-    """What this process's checked calls recorded, as plain dicts (they may travel to a controller)."""
+    """What this process's checked calls recorded, as plain dicts (they may go to a controller)."""
     from .discover import static_location
     from .issues import RECORDER
 
@@ -127,9 +160,17 @@ def _local_findings(config: Any) -> list[dict[str, Any]]:
         line, column = static_location(info.path, info.qualname) or (info.line, info.column)
         line, column = int(line), int(column)
         details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
-        out.append({"path": _relative(info.path or info.module, root), "line": line, "column": column,
-                    "code": str(issue.code), "message": f"{issue.message} [{details}]",
-                    "function": info.qualname, "mode": issue.mode})  # plain types: execnet sends them
+        out.append(
+            {
+                "path": _relative(info.path or info.module, root),
+                "line": line,
+                "column": column,
+                "code": str(issue.code),
+                "message": f"{issue.message} [{details}]",
+                "function": info.qualname,
+                "mode": issue.mode,
+            }
+        )  # plain types: execnet sends them
     return out
 
 
@@ -138,8 +179,14 @@ def _local_checked(config: Any) -> dict[str, dict[str, Any]]:
     from .issues import RECORDER
 
     root = str(config.rootpath)
-    return {key: {"path": _relative(info.path or info.module, root), "line": info.line, "qualname": info.qualname}
-            for key, info in list(RECORDER.calls.items())}
+    return {
+        key: {
+            "path": _relative(info.path or info.module, root),
+            "line": info.line,
+            "qualname": info.qualname,
+        }
+        for key, info in list(RECORDER.calls.items())
+    }
 
 
 def _findings(config: Any, state: _State) -> list[Any]:
@@ -148,9 +195,21 @@ def _findings(config: Any, state: _State) -> list[Any]:
     raw = list(state.merged_findings) if state.controller else _local_findings(config)
     unique: dict[tuple[Any, ...], dict[str, Any]] = {}
     for item in raw:  # two xdist workers may report the same function
-        unique.setdefault((item["path"], item["line"], item["column"], item["code"], item["function"]), item)
-    findings = [Finding(d["path"], d["line"], d["column"], d["code"], d["message"], function=d["function"],
-                        mode=d.get("mode")) for d in unique.values()]
+        unique.setdefault(
+            (item["path"], item["line"], item["column"], item["code"], item["function"]), item
+        )
+    findings = [
+        Finding(
+            d["path"],
+            d["line"],
+            d["column"],
+            d["code"],
+            d["message"],
+            function=d["function"],
+            mode=d.get("mode"),
+        )
+        for d in unique.values()
+    ]
     return sorted(findings, key=lambda f: (f.path, f.line, f.column, f.code))
 
 
@@ -180,8 +239,14 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     if state is None:
         return
     if hasattr(config, "workeroutput"):  # an xdist worker: the controller reports and decides
-        output = {"findings": _local_findings(config), "checked": _local_checked(config), "errors": state.errors}
-        config.workeroutput[_OUTPUT_KEY] = json.loads(json.dumps(output))  # plain types only: execnet sends it
+        output = {
+            "findings": _local_findings(config),
+            "checked": _local_checked(config),
+            "errors": state.errors,
+        }
+        config.workeroutput[_OUTPUT_KEY] = json.loads(
+            json.dumps(output)
+        )  # plain types only: execnet sends it
         return
     if state.mode != "fail" or exitstatus != 0:
         return
@@ -190,8 +255,11 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
 
 
 def _collection_errors(terminalreporter: Any) -> int:
-    return sum(1 for report in terminalreporter.stats.get("error", [])
-               if getattr(report, "when", None) == "collect" or type(report).__name__ == "CollectReport")
+    return sum(
+        1
+        for report in terminalreporter.stats.get("error", [])
+        if getattr(report, "when", None) == "collect" or type(report).__name__ == "CollectReport"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
@@ -216,10 +284,17 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any)
     count = f"{len(checked)} custom gradient(s) checked through real calls"
     collect_errors = _collection_errors(terminalreporter)
     if collect_errors:  # never "no findings" for a suite that did not fully load
-        write(f"{count}; incomplete: {collect_errors} collection error(s), so the tests that were not "
-              f"collected were not checked; {len(findings)} finding(s)")
+        write(
+            f"{count}; incomplete: {collect_errors} collection error(s), "
+            "so the tests that were not "
+            f"collected were not checked; {len(findings)} finding(s)"
+        )
     elif findings:
-        verdict = "failing the run" if state.mode == "fail" else "reported only (--cg-runtime-check-mode=warn)"
+        verdict = (
+            "failing the run"
+            if state.mode == "fail"
+            else "reported only (--cg-runtime-check-mode=warn)"
+        )
         write(f"{count}; {len(findings)} finding(s), {verdict}")
     elif checked:
         write(f"{count}; no findings")

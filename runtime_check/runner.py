@@ -69,7 +69,9 @@ class Progress:
             return
         width = 24
         filled = int(width * self.done / self.total) if self.total else 0
-        text = f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {current}"[:100]
+        text = f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {current}"[
+            :100
+        ]
         sys.stderr.write(text.ljust(100))
         sys.stderr.flush()
 
@@ -119,14 +121,17 @@ class _ForkedProcess:
 
 
 class _Zygote:
-    """A process that imports TensorFlow once and forks workers on request (``worker.zygote_main``)."""
+    """Imports TensorFlow once and forks workers on request (``worker.zygote_main``)."""
 
     def __init__(self, env: dict[str, str]) -> None:
         self.channel, theirs = socket.socketpair()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "runtime_check.worker", "--zygote"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**env, "RUNTIME_CHECK_ZYGOTE_FD": str(theirs.fileno())}, pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "RUNTIME_CHECK_ZYGOTE_FD": str(theirs.fileno())},
+            pass_fds=(theirs.fileno(),),
             start_new_session=True,
         )
         theirs.close()
@@ -174,17 +179,23 @@ class _Zygote:
         commands_read, commands_write = os.pipe()
         events_read, events_write = os.pipe()
         errors_read, errors_write = os.pipe()
-        child = _ForkedProcess(os.fdopen(commands_write, "wb"), os.fdopen(events_read, "rb"),
-                               os.fdopen(errors_read, "rb"))
+        child = _ForkedProcess(
+            os.fdopen(commands_write, "wb"),
+            os.fdopen(events_read, "rb"),
+            os.fdopen(errors_read, "rb"),
+        )
         with self.lock:
             self.requests += 1
             self.pending[self.requests] = child
             request = self.requests
         try:
-            socket.send_fds(self.channel, [json.dumps({"id": request}).encode() + b"\n"],
-                            [commands_read, events_write, errors_write])
+            socket.send_fds(
+                self.channel,
+                [json.dumps({"id": request}).encode() + b"\n"],
+                [commands_read, events_write, errors_write],
+            )
         except OSError:
-            pass  # the zygote is gone: the worker's event stream ends at once, and the loop says why
+            pass  # the zygote is gone: the worker's events end at once, and the loop says why
         finally:
             for fd in (commands_read, events_write, errors_write):
                 os.close(fd)
@@ -209,8 +220,14 @@ def _read_chunk(descriptor: int) -> bytes:
 class _Worker:
     """One worker process, its reader threads and what it is doing."""
 
-    def __init__(self, number: int, job: dict[str, Any], env: dict[str, str],
-                 events: queue.Queue[tuple[_Worker, str | None]], zygote: _Zygote | None = None) -> None:
+    def __init__(
+        self,
+        number: int,
+        job: dict[str, Any],
+        env: dict[str, str],
+        events: queue.Queue[tuple[_Worker, str | None]],
+        zygote: _Zygote | None = None,
+    ) -> None:
         self.number = number
         self.process: Any
         if zygote is not None:
@@ -218,8 +235,11 @@ class _Worker:
         else:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "runtime_check.worker"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                env=env, start_new_session=True,  # its own session and process group
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own session and process group
             )
         self.events = events
         self.stderr_tail = b""
@@ -304,7 +324,9 @@ def _estimate_functions(units: list[Unit]) -> int:
             return 1 << 20  # a module name: unknown until imported
         try:
             with open(unit.path, encoding="utf-8", errors="replace") as handle:
-                total += max(1, handle.read().count("custom_gradient") - 1)  # minus the import, roughly
+                total += max(
+                    1, handle.read().count("custom_gradient") - 1
+                )  # minus the import, roughly
         except OSError:
             total += 1
     return total
@@ -313,8 +335,11 @@ def _estimate_functions(units: list[Unit]) -> int:
 def use_zygote() -> bool:
     """Fork workers from one TensorFlow import (Linux), unless RUNTIME_CHECK_SPAWN=1 asks for a
     fresh interpreter per worker."""
-    return (sys.platform.startswith("linux") and hasattr(socket, "send_fds")
-            and os.environ.get("RUNTIME_CHECK_SPAWN") != "1")
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(socket, "send_fds")
+        and os.environ.get("RUNTIME_CHECK_SPAWN") != "1"
+    )
 
 
 def default_jobs() -> int:
@@ -325,11 +350,18 @@ def default_jobs() -> int:
 
 
 class _Run:
-    """The scheduler: hands plans (import a module, list its entries) and entries to idle workers."""
+    """The scheduler: hands plans (import a module, list its entries) and entries to workers."""
 
-    def __init__(self, units: list[Unit], job: dict[str, Any], timeout: float, jobs: int,
-                 max_memory: int | None, progress: Progress,
-                 on_result: Callable[[EntryResult], None] | None) -> None:
+    def __init__(
+        self,
+        units: list[Unit],
+        job: dict[str, Any],
+        timeout: float,
+        jobs: int,
+        max_memory: int | None,
+        progress: Progress,
+        on_result: Callable[[EntryResult], None] | None,
+    ) -> None:
         self.units, self.job, self.timeout = units, job, timeout
         self.max_memory, self.progress, self.on_result = max_memory, progress, on_result
         self.result = RunResult()
@@ -370,7 +402,7 @@ class _Run:
         return worker
 
     def keep(self) -> list[int]:
-        """Children of this process that are not leftovers: live workers, the zygote, the caller's."""
+        """Our children that are not leftovers: live workers, the zygote, the caller's."""
         pids = [w.pid for w in self.live() if w.pid is not None] + list(self.preexisting)
         return pids + ([self.zygote.pid] if self.zygote is not None else [])
 
@@ -445,7 +477,9 @@ class _Run:
                 self.lost(stuck, "timeout", "")
             if self.max_memory and now >= next_poll:
                 next_poll = now + MEMORY_POLL
-                for big in [w for w in self.live() if w.task is not None and w.task[0] in ("plan", "run")]:
+                for big in [
+                    w for w in self.live() if w.task is not None and w.task[0] in ("plan", "run")
+                ]:
                     if big.pid is not None and supervisor.tree_rss(big.pid) > self.max_memory:
                         self.bury(big)
                         self.lost(big, "memory", "")
@@ -478,21 +512,32 @@ class _Run:
                 self.progress.show(result.entries[event["id"]].qualname)
         elif kind == "import_error":
             unit = self.units[event["unit"]]
-            _module_finding(result, unit, "CG122", f"cannot import module '{unit.module}': {event['message']}",
-                            event.get("line", 1), event.get("column", 1))
+            _module_finding(
+                result,
+                unit,
+                "CG122",
+                f"cannot import module '{unit.module}': {event['message']}",
+                event.get("line", 1),
+                event.get("column", 1),
+            )
             self.assign(worker)
         elif kind == "plan":
             for item in event["entries"]:
                 if item["id"] not in result.entries:
-                    result.entries[item["id"]] = EntryResult(item["id"], item["qualname"], item["path"],
-                                                             item["line"], item["column"])
+                    result.entries[item["id"]] = EntryResult(
+                        item["id"], item["qualname"], item["path"], item["line"], item["column"]
+                    )
                     self.to_run.append((event["unit"], item["id"]))
                     self.progress.total += 1
             self.progress.show("")
             self.assign(worker)
         elif kind == "result":
             entry = result.entries[event["id"]]
-            entry.status, entry.used, entry.findings = event["status"], event["used"], event["findings"]
+            entry.status, entry.used, entry.findings = (
+                event["status"],
+                event["used"],
+                event["findings"],
+            )
             if entry.status == "memory":
                 entry.findings = [f for f in entry.findings if f["code"] != "CG130"]
                 _fail_entry(result, entry.id, "memory", "CG123", self._memory_message())
@@ -501,8 +546,10 @@ class _Run:
             self.finished(entry)
             self.assign(worker)
         elif kind == "internal_error":
-            result.errors.append(f"runtime-check: internal error in {self.units[event['unit']].display}: "
-                                 f"{event['message']}")
+            result.errors.append(
+                f"runtime-check: internal error in {self.units[event['unit']].display}: "
+                f"{event['message']}"
+            )
             if os.environ.get("RUNTIME_CHECK_DEBUG"):
                 sys.stderr.write(event.get("trace", ""))
 
@@ -517,7 +564,7 @@ class _Run:
             self.on_result(entry)
 
     def lost(self, worker: _Worker, how: str, status: str) -> None:
-        """Blame what ``worker`` was doing when it died, was stopped at its deadline or over the cap."""
+        """Blame what ``worker`` was doing when it died, timed out or outgrew the memory cap."""
         task = worker.task
         worker.task = None
         if task is None or task[0] == "exit":
@@ -535,8 +582,10 @@ class _Run:
                     message = zygote.fatal
                 elif zygote.gone.is_set():
                     tail = zygote.stderr_tail.decode("utf-8", "replace").strip().splitlines()
-                    message = (f"the checker process exited early ({_signal_name(zygote.process.poll())})"
-                               f"{': ' + tail[-1][:300] if tail else ''}")
+                    message = (
+                        f"the checker process exited early ({_signal_name(zygote.process.poll())})"
+                        f"{': ' + tail[-1][:300] if tail else ''}"
+                    )
             self.start_failures += 1
             if not self.ever_ready or self.start_failures > 3:
                 self.result.errors.append(f"runtime-check: error: {message}")
@@ -544,31 +593,66 @@ class _Run:
             return
         if kind == "run" and entry_id is not None:
             code, what = {
-                "timeout": ("CG120", f"did not finish within {self.timeout:g} s (timed out; the process was stopped)"),
+                "timeout": (
+                    "CG120",
+                    f"did not finish within {self.timeout:g} s "
+                    "(timed out; the process was stopped)",
+                ),
                 "memory": ("CG123", self._memory_message()),
             }.get(how, ("CG121", f"crashed the process ({status})"))
-            _fail_entry(self.result, entry_id, {"CG120": "timeout", "CG123": "memory"}.get(code, "crash"), code, what)
+            _fail_entry(
+                self.result,
+                entry_id,
+                {"CG120": "timeout", "CG123": "memory"}.get(code, "crash"),
+                code,
+                what,
+            )
             self.finished(self.result.entries[entry_id])
             return
         assert unit_index is not None
         unit = self.units[unit_index]
-        what = {"timeout": f"did not finish within {self.timeout:g} s (the process was stopped)",
-                "memory": self._memory_message()}.get(how, f"crashed the process ({status})")
+        what = {
+            "timeout": f"did not finish within {self.timeout:g} s (the process was stopped)",
+            "memory": self._memory_message(),
+        }.get(how, f"crashed the process ({status})")
         _module_finding(self.result, unit, "CG122", f"importing module '{unit.module}' {what}")
 
 
-def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], timeout: float,
-        only: dict[str, list[str]] | None = None, plot: str | None = None,
-        progress: Progress | None = None, on_result: Callable[[EntryResult], None] | None = None,
-        decorators: frozenset[str] = frozenset(), jobs: int | None = None,
-        max_memory: int | None = None) -> RunResult:
+def run(
+    units: list[Unit],
+    options: dict[str, Any],
+    functions: dict[str, Any],
+    timeout: float,
+    only: dict[str, list[str]] | None = None,
+    plot: str | None = None,
+    progress: Progress | None = None,
+    on_result: Callable[[EntryResult], None] | None = None,
+    decorators: frozenset[str] = frozenset(),
+    jobs: int | None = None,
+    max_memory: int | None = None,
+) -> RunResult:
     """Check every function of ``units`` in up to ``jobs`` workers; always leaves no process behind.
 
     ``decorators``: the project's own names for custom_gradient (``[tool.cg_lint]``)."""
     supervisor.become_subreaper()
-    job = {"units": [u.to_json() for u in units], "options": options, "functions": functions,
-           "only": only, "plot": plot, "max_memory": max_memory, "decorators": sorted(decorators)}
-    state = _Run(units, job, timeout, jobs or default_jobs(), max_memory, progress or Progress(False), on_result)
+    job = {
+        "units": [u.to_json() for u in units],
+        "options": options,
+        "functions": functions,
+        "only": only,
+        "plot": plot,
+        "max_memory": max_memory,
+        "decorators": sorted(decorators),
+    }
+    state = _Run(
+        units,
+        job,
+        timeout,
+        jobs or default_jobs(),
+        max_memory,
+        progress or Progress(False),
+        on_result,
+    )
     handlers: dict[signal.Signals, Any] = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -603,14 +687,30 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
 def _fail_entry(result: RunResult, entry_id: str, status: str, code: str, what: str) -> None:
     entry = result.entries[entry_id]
     entry.status = status
-    entry.findings.append({
-        "path": entry.path, "line": entry.line, "column": entry.column, "code": code,
-        "function": entry.qualname, "mode": None, "message": f"'{entry.qualname}' {what}",
-    })
+    entry.findings.append(
+        {
+            "path": entry.path,
+            "line": entry.line,
+            "column": entry.column,
+            "code": code,
+            "function": entry.qualname,
+            "mode": None,
+            "message": f"'{entry.qualname}' {what}",
+        }
+    )
 
 
-def _module_finding(result: RunResult, unit: Unit, code: str, message: str, line: int = 1, column: int = 1) -> None:
-    result.findings.append({
-        "path": unit.path or unit.module, "line": line, "column": column, "code": code,
-        "function": None, "mode": None, "message": message,
-    })
+def _module_finding(
+    result: RunResult, unit: Unit, code: str, message: str, line: int = 1, column: int = 1
+) -> None:
+    result.findings.append(
+        {
+            "path": unit.path or unit.module,
+            "line": line,
+            "column": column,
+            "code": code,
+            "function": None,
+            "mode": None,
+            "message": message,
+        }
+    )

@@ -65,7 +65,7 @@ def process_table() -> dict[int, tuple[int, str]]:
                 raw = handle.read().decode("ascii", "replace")
         except OSError:
             continue  # gone meanwhile
-        fields = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces and ')'
+        fields = raw[raw.rfind(")") + 2 :].split()  # the command name may hold spaces and ')'
         if len(fields) >= 2:
             table[int(name)] = (int(fields[1]), fields[0])
     return table
@@ -138,8 +138,10 @@ def reap(pids: Iterable[int], dying: Iterable[int] = ()) -> None:
             with contextlib.suppress(OSError):
                 os.waitpid(pid, 0)
         pending -= mine
-        if not any(table[pid][0] in pending | dying and table.get(table[pid][0], (0, "Z"))[1] != "Z"
-                   for pid in pending):
+        if not any(
+            table[pid][0] in pending | dying and table.get(table[pid][0], (0, "Z"))[1] != "Z"
+            for pid in pending
+        ):
             return  # the rest belong to someone else (their parent, or init, reaps them)
         time.sleep(0.005)
 

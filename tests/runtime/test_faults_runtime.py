@@ -8,6 +8,7 @@ subprocess timeout; nothing asserts a duration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -22,38 +23,46 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-pytestmark = [pytest.mark.tf, pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")]
+pytestmark = [
+    pytest.mark.tf,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 BOUND = 240  # seconds: any run that takes longer has hung
 
 # A process that only sleeps, carrying the token in its argv (so it is found even without environ).
-SLEEPER = "[sys.executable, '-c', 'import time\\nwhile True: time.sleep(1)', os.environ['CG_FAULT_TOKEN']]"
+SLEEPER = (
+    "[sys.executable, '-c', 'import time\\nwhile True: time.sleep(1)', "
+    "os.environ['CG_FAULT_TOKEN']]"
+)
 
-CUSTOM = '''
+CUSTOM = """
 @tf.custom_gradient
 def {name}(x):
     def grad(dy):
         return dy * 2.0
     return x * 2.0, grad
-'''
+"""
 
 HOSTILE = {
     # fork at import: the child keeps running the import's copy of the interpreter
-    "fork_at_import.py": '''
+    "fork_at_import.py": """
 import os, sys, time
 import tensorflow as tf
 if os.fork() == 0:
     while True:
         time.sleep(1)
-''' + CUSTOM.format(name="after_fork"),
+"""
+    + CUSTOM.format(name="after_fork"),
     # a non-daemon thread started at import: the worker must not wait for it to exit
-    "thread_at_import.py": '''
+    "thread_at_import.py": """
 import threading, time
 import tensorflow as tf
 threading.Thread(target=lambda: time.sleep(10 ** 6), daemon=False).start()
-''' + CUSTOM.format(name="beside_thread"),
+"""
+    + CUSTOM.format(name="beside_thread"),
     # megabytes on stdout and stderr, without a newline
-    "huge_output.py": '''
+    "huge_output.py": """
 import os, sys
 import tensorflow as tf
 sys.stdout.write("o" * (8 << 20))
@@ -66,9 +75,9 @@ def noisy(x):
     def grad(dy):
         return dy * 3.0
     return x * 3.0, grad
-''',
+""",
     # handlers that ignore every polite signal, and a function that never returns
-    "signal_handlers.py": '''
+    "signal_handlers.py": """
 import signal, time
 import tensorflow as tf
 for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -78,9 +87,10 @@ for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 def stubborn(x):
     while True:
         time.sleep(0.1)
-''' + CUSTOM.format(name="polite"),
+"""
+    + CUSTOM.format(name="polite"),
     # setsid + double fork in the forward: a daemon outside the worker's session and group
-    "daemon_in_forward.py": f'''
+    "daemon_in_forward.py": f"""
 import os, sys
 import tensorflow as tf
 
@@ -114,28 +124,32 @@ def b_sees_no_daemon(x):
     with open(PIDFILE) as handle:
         leaked = _alive(int(handle.read()))
     def grad(dy):
-        return tf.reduce_sum(dy) if leaked else dy  # a shape finding iff the daemon outlived a_spawns_daemon
+        # a shape finding if and only if the daemon outlived a_spawns_daemon
+        return tf.reduce_sum(dy) if leaked else dy
     return tf.identity(x), grad
-''',
-    "exit_at_import.py": '''
+""",
+    "exit_at_import.py": """
 import os
 import tensorflow as tf
 os._exit(3)
-''' + CUSTOM.format(name="never_seen"),
-    "exit_in_forward.py": '''
+"""
+    + CUSTOM.format(name="never_seen"),
+    "exit_in_forward.py": """
 import os
 import tensorflow as tf
 
 @tf.custom_gradient
 def exits(x):
     os._exit(0)
-''' + CUSTOM.format(name="survivor"),
-    "hangs_at_import.py": '''
+"""
+    + CUSTOM.format(name="survivor"),
+    "hangs_at_import.py": """
 import time
 import tensorflow as tf
 while True:
     time.sleep(0.1)
-''' + CUSTOM.format(name="unreachable"),
+"""
+    + CUSTOM.format(name="unreachable"),
 }
 
 
@@ -169,10 +183,8 @@ def _assert_nothing_left(token: str) -> None:
             return
         time.sleep(0.1)
     for pid in left:  # do not leak them into the rest of the suite
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     raise AssertionError(f"processes left behind by the run: {left}")
 
 
@@ -189,8 +201,23 @@ def hostile_run(hostile: Path, make_env):
     token = f"cg-fault-{uuid.uuid4().hex}"
     env = _env(make_env, token, CG_FAULT_PIDFILE=str(hostile / "daemon.pid"))
     completed = subprocess.run(
-        [sys.executable, "-m", "runtime_check", "--format", "json", "--timeout", "8", "-j", "2", *HOSTILE],
-        cwd=hostile, env=env, capture_output=True, timeout=BOUND)
+        [
+            sys.executable,
+            "-m",
+            "runtime_check",
+            "--format",
+            "json",
+            "--timeout",
+            "8",
+            "-j",
+            "2",
+            *HOSTILE,
+        ],
+        cwd=hostile,
+        env=env,
+        capture_output=True,
+        timeout=BOUND,
+    )
     left = _leftovers(token)
     _assert_nothing_left(token)
     return completed, json.loads(completed.stdout), left
@@ -203,9 +230,15 @@ def test_hostile_modules_leave_no_process(hostile_run):
     assert left == [], "processes outlived the run"
 
 
-def _codes(findings: list[dict], function: str | None = None, path_end: str | None = None) -> set[str]:
-    return {f["code"] for f in findings
-            if (function is None or f["function"] == function) and (path_end is None or f["path"].endswith(path_end))}
+def _codes(
+    findings: list[dict], function: str | None = None, path_end: str | None = None
+) -> set[str]:
+    return {
+        f["code"]
+        for f in findings
+        if (function is None or f["function"] == function)
+        and (path_end is None or f["path"].endswith(path_end))
+    }
 
 
 @pytest.mark.slow
@@ -214,11 +247,16 @@ def test_each_hostile_module_gets_its_own_result(hostile_run):
     # the healthy functions beside the hostile code are checked and clean
     for healthy in ("after_fork", "beside_thread", "noisy", "polite", "survivor"):
         assert _codes(findings, healthy) == set(), (healthy, findings)
-    assert _codes(findings, "stubborn") == {"CG120"}  # ignoring SIGTERM does not help a hung function
+    assert _codes(findings, "stubborn") == {
+        "CG120"
+    }  # ignoring SIGTERM does not help a hung function
     assert _codes(findings, "exits") == {"CG121"}
     # a module that exits or hangs while importing: one CG122 line each, the rest still checked
     (exit_import,) = [f for f in findings if f["path"].endswith("exit_at_import.py")]
-    assert exit_import["code"] == "CG122" and "crashed the process (exit status 3)" in exit_import["message"]
+    assert (
+        exit_import["code"] == "CG122"
+        and "crashed the process (exit status 3)" in exit_import["message"]
+    )
     (hang_import,) = [f for f in findings if f["path"].endswith("hangs_at_import.py")]
     assert hang_import["code"] == "CG122" and "did not finish within 8 s" in hang_import["message"]
 
@@ -229,15 +267,28 @@ def test_a_daemon_started_in_the_forward_dies_with_its_function(hostile: Path, m
     token = f"cg-fault-{uuid.uuid4().hex}"
     pidfile = hostile / "daemon-j1.pid"
     completed = subprocess.run(
-        [sys.executable, "-m", "runtime_check", "--format", "json", "-j", "1", "daemon_in_forward.py"],
-        cwd=hostile, env=_env(make_env, token, CG_FAULT_PIDFILE=str(pidfile)), capture_output=True, timeout=BOUND)
+        [
+            sys.executable,
+            "-m",
+            "runtime_check",
+            "--format",
+            "json",
+            "-j",
+            "1",
+            "daemon_in_forward.py",
+        ],
+        cwd=hostile,
+        env=_env(make_env, token, CG_FAULT_PIDFILE=str(pidfile)),
+        capture_output=True,
+        timeout=BOUND,
+    )
     _assert_nothing_left(token)
     assert completed.returncode == 0, completed.stdout[-2000:] + completed.stderr[-2000:]
     assert json.loads(completed.stdout) == []
     assert pidfile.exists()  # the daemon was started, and was gone when the next function ran
 
 
-MEMORY = '''
+MEMORY = """
 import numpy as np
 import tensorflow as tf
 
@@ -254,7 +305,7 @@ def asks_for_too_much(x):
     def grad(dy):
         return dy
     return x + huge[0], grad
-''' + CUSTOM.format(name="modest")
+""" + CUSTOM.format(name="modest")
 
 
 @pytest.mark.slow
@@ -262,8 +313,22 @@ def test_memory_cap_is_its_own_code(tmp_path: Path, make_env):
     (tmp_path / "memory_hog.py").write_text(textwrap.dedent(MEMORY))
     token = f"cg-fault-{uuid.uuid4().hex}"
     completed = subprocess.run(
-        [sys.executable, "-m", "runtime_check", "--format", "json", "--max-memory", "1500M", "memory_hog.py"],
-        cwd=tmp_path, env=_env(make_env, token), capture_output=True, text=True, timeout=BOUND)
+        [
+            sys.executable,
+            "-m",
+            "runtime_check",
+            "--format",
+            "json",
+            "--max-memory",
+            "1500M",
+            "memory_hog.py",
+        ],
+        cwd=tmp_path,
+        env=_env(make_env, token),
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
     _assert_nothing_left(token)
     assert completed.returncode == 1, completed.stderr
     findings = json.loads(completed.stdout)
@@ -274,7 +339,7 @@ def test_memory_cap_is_its_own_code(tmp_path: Path, make_env):
     assert "cap of 1500M" in message and "--max-memory" in message
 
 
-INTERRUPTIBLE = '''
+INTERRUPTIBLE = """
 import os, sys
 import tensorflow as tf
 
@@ -294,19 +359,34 @@ def b_hangs_with_a_daemon(x):
     open(os.environ["CG_FAULT_MARKER"], "w").close()  # the test signals the run once this exists
     while True:
         pass
-'''.replace("SLEEPER", SLEEPER)
+""".replace("SLEEPER", SLEEPER)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_signal_prints_results_so_far_and_leaves_nothing(sig: signal.Signals, tmp_path: Path, make_env):
+def test_signal_prints_results_so_far_and_leaves_nothing(
+    sig: signal.Signals, tmp_path: Path, make_env
+):
     (tmp_path / "interruptible.py").write_text(textwrap.dedent(INTERRUPTIBLE))
     token = f"cg-fault-{uuid.uuid4().hex}"
     marker = tmp_path / "hanging"
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime_check", "-j", "1", "--timeout", str(BOUND), "interruptible.py"],
-        cwd=tmp_path, env=_env(make_env, token, CG_FAULT_MARKER=str(marker)),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "runtime_check",
+            "-j",
+            "1",
+            "--timeout",
+            str(BOUND),
+            "interruptible.py",
+        ],
+        cwd=tmp_path,
+        env=_env(make_env, token, CG_FAULT_MARKER=str(marker)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + BOUND
         while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -322,15 +402,19 @@ def test_signal_prints_results_so_far_and_leaves_nothing(sig: signal.Signals, tm
     assert process.returncode == 128 + sig.value, stderr
     # the function that finished before the signal is reported, with its finding and its row
     assert "CG101 'a_shape_bug'" in stdout
-    (row,) = [ln for ln in stdout.splitlines() if ln.startswith("interruptible.py:b_hangs_with_a_daemon ")]
+    (row,) = [
+        ln for ln in stdout.splitlines() if ln.startswith("interruptible.py:b_hangs_with_a_daemon ")
+    ]
     assert row.split("  ")[-1].strip() == "-" and "not finished (interrupted)" in row
     (last,) = [ln for ln in stderr.splitlines() if ln.strip()][-1:]
-    assert last == (f"runtime-check: interrupted by {sig.name}: the results above cover 1 of 2 function(s) "
-                    "found so far")
+    assert last == (
+        f"runtime-check: interrupted by {sig.name}: the results above cover 1 of 2 function(s) "
+        "found so far"
+    )
     assert "Traceback" not in stderr
 
 
-NO_TENSORFLOW = textwrap.dedent('''
+NO_TENSORFLOW = textwrap.dedent("""
     import sys
 
     class _NoTensorFlow:
@@ -340,7 +424,7 @@ NO_TENSORFLOW = textwrap.dedent('''
             return None
 
     sys.meta_path.insert(0, _NoTensorFlow())
-''')
+""")
 
 
 @pytest.mark.parametrize("spawn", ["0", "1"], ids=["zygote", "spawn"])
@@ -348,17 +432,26 @@ def test_without_tensorflow_one_line_and_no_process(spawn: str, tmp_path: Path, 
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(NO_TENSORFLOW)
-    (tmp_path / "m.py").write_text(textwrap.dedent("import tensorflow as tf\n" + CUSTOM.format(name="f")))
+    (tmp_path / "m.py").write_text(
+        textwrap.dedent("import tensorflow as tf\n" + CUSTOM.format(name="f"))
+    )
     token = f"cg-fault-{uuid.uuid4().hex}"
     env = _env(make_env, token, RUNTIME_CHECK_SPAWN=spawn)
     env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"
-    completed = subprocess.run([sys.executable, "-m", "runtime_check", "m.py"], cwd=tmp_path, env=env,
-                               capture_output=True, text=True, timeout=BOUND)
+    completed = subprocess.run(
+        [sys.executable, "-m", "runtime_check", "m.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
     _assert_nothing_left(token)
     assert completed.returncode == 2
     assert completed.stderr.splitlines() == [
         "runtime-check: error: runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): "
-        "No module named 'tensorflow'"]
+        "No module named 'tensorflow'"
+    ]
 
 
 @pytest.mark.slow
@@ -368,8 +461,12 @@ def test_spawned_workers_isolate_crashes_and_hangs_too(make_env):
     token = f"cg-fault-{uuid.uuid4().hex}"
     completed = subprocess.run(
         [sys.executable, "-m", "runtime_check", "--format", "json", "--timeout", "8", "crashy.py"],
-        cwd=fixtures, env=_env(make_env, token, RUNTIME_CHECK_SPAWN="1"), capture_output=True, text=True,
-        timeout=BOUND)
+        cwd=fixtures,
+        env=_env(make_env, token, RUNTIME_CHECK_SPAWN="1"),
+        capture_output=True,
+        text=True,
+        timeout=BOUND,
+    )
     _assert_nothing_left(token)
     findings = json.loads(completed.stdout)
     assert _codes(findings, "aborts") == {"CG121"}

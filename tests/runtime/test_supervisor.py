@@ -18,11 +18,12 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 
 # A process that leaves behind: a child in its own session whose parent exited (a double-forked
 # daemon), a plain child, and a child that forks again and again.
-TREE = textwrap.dedent('''
+TREE = textwrap.dedent("""
     import os, sys, time
     token = sys.argv[1]
     def sleeper():
-        os.execv(sys.executable, [sys.executable, "-c", "import time\\nwhile True: time.sleep(1)", token])
+        code = "import time\\nwhile True: time.sleep(1)"
+        os.execv(sys.executable, [sys.executable, "-c", code, token])
     if os.fork() == 0:
         os.setsid()
         if os.fork() == 0:
@@ -38,7 +39,7 @@ TREE = textwrap.dedent('''
     print("started", flush=True)
     while True:
         time.sleep(1)
-''')
+""")
 
 
 def _with_token(token: str) -> list[int]:
@@ -59,8 +60,12 @@ def test_kill_tree_reaches_setsid_escapes_and_fork_loops():
     was_subreaper = supervisor.become_subreaper()
     assert was_subreaper  # Linux: the escapes below re-parent to this test process
     token = f"cg-tree-{uuid.uuid4().hex}"
-    root = subprocess.Popen([sys.executable, "-c", TREE, token], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    root = subprocess.Popen(
+        [sys.executable, "-c", TREE, token],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert root.stdout is not None and root.stdout.readline().strip() == "started"
         tree = supervisor.descendants(root.pid) | supervisor.orphans([root.pid])
@@ -83,8 +88,10 @@ def test_kill_tree_reaches_setsid_escapes_and_fork_loops():
         supervisor.stop_being_subreaper()  # the rest of the suite runs in a plain process again
 
 
-@pytest.mark.parametrize("text, size", [("512M", 512 << 20), ("2G", 2 << 30), ("1.5GiB", 3 << 29),
-                                        ("4096", 4096), ("64k", 64 << 10)])
+@pytest.mark.parametrize(
+    "text, size",
+    [("512M", 512 << 20), ("2G", 2 << 30), ("1.5GiB", 3 << 29), ("4096", 4096), ("64k", 64 << 10)],
+)
 def test_parse_size(text: str, size: int):
     assert supervisor.parse_size(text) == size
 
