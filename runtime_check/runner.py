@@ -201,11 +201,11 @@ class _Zygote:
                 os.close(fd)
         return child
 
-    def close(self) -> None:
+    def close(self, grace: float = EXIT_GRACE) -> None:
         with contextlib.suppress(OSError):
             self.channel.close()  # the zygote exits when its channel ends
         with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=EXIT_GRACE)
+            self.process.wait(timeout=grace)
         supervisor.kill_tree(self.pid)
         self.process.wait()
 
@@ -300,8 +300,11 @@ class _Worker:
     def kill(self) -> int | None:
         """Kill the worker, its group and every descendant; return its exit status."""
         self.dead = True
-        if self.pid is not None:
-            supervisor.kill_tree(self.pid)
+        with contextlib.suppress(OSError, ValueError):
+            self.process.stdin.close()  # a worker forked late reads EOF and leaves
+        if self.pid is None:  # not forked yet (the zygote kills it, if it ever is, when closed)
+            return None
+        supervisor.kill_tree(self.pid)
         return self.process.wait()
 
 
@@ -425,9 +428,9 @@ class _Run:
             self.bury(worker)
         self.close_zygote()
 
-    def close_zygote(self) -> None:
+    def close_zygote(self, grace: float = EXIT_GRACE) -> None:
         if self.zygote is not None:
-            self.zygote.close()
+            self.zygote.close(grace)
             self.zygote = None
 
     # -- the loop ------------------------------------------------------------------------------
@@ -500,7 +503,8 @@ class _Run:
         kind = event["event"]
         result = self.result
         if kind == "fatal":
-            result.errors.append(f"runtime-check: error: {event['message']}")
+            if not self.fatal:  # every worker that cannot import TensorFlow says so: once is enough
+                result.errors.append(f"runtime-check: error: {event['message']}")
             self.fatal = True
         elif kind == "ready":
             worker.ready = self.ever_ready = True
@@ -588,7 +592,8 @@ class _Run:
                     )
             self.start_failures += 1
             if not self.ever_ready or self.start_failures > 3:
-                self.result.errors.append(f"runtime-check: error: {message}")
+                if not self.fatal:  # one line, however many workers failed to start
+                    self.result.errors.append(f"runtime-check: error: {message}")
                 self.fatal = True
             return
         if kind == "run" and entry_id is not None:
@@ -673,7 +678,7 @@ def run(
             if state.result.interrupted:
                 for worker in state.live():
                     state.bury(worker)
-                state.close_zygote()
+                state.close_zygote(grace=0)
             else:
                 state.shutdown()
             supervisor.sweep_orphans(state.preexisting)

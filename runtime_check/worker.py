@@ -331,6 +331,7 @@ def _become_worker(fds: list[int]) -> None:
             os.dup2(fd, target)
             os.close(fd)
         _proto.close()  # the zygote's event stream is not this worker's
+        sys.argv[1:] = []  # what a spawned worker's code sees; not the zygote's flag
         commands = _isolate_stdio()
         supervisor.become_subreaper()
         supervisor.die_with_parent()  # the zygote, which dies with runtime-check
