@@ -474,3 +474,38 @@ def test_spawned_workers_isolate_crashes_and_hangs_too(make_env):
     assert _codes(findings, "never_returns") == {"CG120"}
     assert _codes(findings, "shape_bug_after") == {"CG101"}
     assert _codes(findings, "healthy_before") == _codes(findings, "healthy_after") == set()
+
+
+HANGS = """
+import os
+import tensorflow as tf
+
+@tf.custom_gradient
+def hangs(x):
+    open(os.environ["CG_FAULT_MARKER"], "w").close()
+    while True:
+        pass
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spawn", ["0", "1"], ids=["zygote", "spawn"])
+def test_workers_die_with_a_killed_runtime_check(spawn: str, tmp_path: Path, make_env):
+    # SIGKILL cannot be caught: the workers (and the zygote) die by their parent-death signal
+    (tmp_path / "hangs.py").write_text(HANGS)
+    token = f"cg-fault-{uuid.uuid4().hex}"
+    marker = tmp_path / "hanging"
+    env = _env(make_env, token, CG_FAULT_MARKER=str(marker), RUNTIME_CHECK_SPAWN=spawn)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runtime_check", "--timeout", str(BOUND), "hangs.py"],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + BOUND
+        while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert marker.exists(), "the hanging function never started"
+    finally:
+        process.kill()
+        process.wait()
+    _assert_nothing_left(token)
