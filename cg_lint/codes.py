@@ -115,6 +115,8 @@ CG108 = _code("CG108", "ignores-upstream",
 CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
 CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
 CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")
+CG123 = _code("CG123", "memory-cap",
+              "(`--max-memory`) the function needed more memory than the cap; the worker was stopped", "run")
 CG130 = _code("CG130", "no-valid-inputs", "info: no valid inputs found (does not fail the run)", "inputs",
               info=True)
 

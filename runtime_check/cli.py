@@ -1,14 +1,17 @@
 """``runtime-check TARGET ...``: run custom gradients eagerly and under tf.function.
 
-Exit codes (as cg-lint's): 0 clean, 1 findings, 2 usage or internal error.
+Exit codes (as cg-lint's): 0 clean, 1 findings, 2 usage or internal error; interrupted by a
+signal: 128 + its number (130 for Ctrl-C), after printing the results so far.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from cg_lint.codes import INFO_CODES
 from cg_lint.config import ConfigError, Settings, load_settings
@@ -33,8 +36,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="output format (default: text, with a summary table)")
     parser.add_argument("--only-flagged", action="store_true",
                         help="check only the functions cg-lint flags")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="per-function time limit (default 60, or [tool.cg_lint.runtime] timeout)")
+    parser.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                        help="per-function time limit, also for each module's import "
+                             "(default 60, or [tool.cg_lint.runtime] timeout)")
+    parser.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                        help="worker processes checking functions in parallel (default: auto, the cores)")
+    parser.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
+                        help="memory cap per worker, e.g. 2G: a function that needs more is stopped (CG123)")
     parser.add_argument("--jit", action="store_true", default=None, help="trace with tf.function(jit_compile=True)")
     parser.add_argument("--numeric", action="store_true", default=None,
                         help="also compare with a numerical gradient in float64 (for exact gradients)")
@@ -47,22 +55,60 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: '{text}'") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not '{text}'")
+    return value
+
+
+def _jobs(text: str) -> int:
+    if text == "auto":
+        return 0
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', not '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 process, not '{text}'")
+    return value
+
+
+def _size(text: str) -> int:
+    from .supervisor import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _run(args)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before any worker started (runner.run handles it after)
         sys.stderr.write("runtime-check: interrupted\n")
-        return EXIT_ERROR
+        return 128 + signal.SIGINT
+    except BrokenPipeError:
+        return EXIT_CLEAN
 
 
 def _run(args: argparse.Namespace) -> int:
     from . import runner, specs
-    from .report import describe_inputs, format_findings, is_failure, sort_findings, summary_table, to_finding
+    from .report import (
+        describe_inputs,
+        format_findings,
+        is_failure,
+        sort_findings,
+        summary_table,
+        to_finding,
+    )
     from .targets import TargetError, expand
 
-    if args.timeout is not None and args.timeout <= 0:
-        return _error("--timeout must be a positive number of seconds")
     if args.plot:
         try:
             import matplotlib  # noqa: F401
@@ -76,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _error(str(exc), prefix=False)
     try:
-        units = expand(args.targets, settings=settings)
+        units = expand(args.targets, settings=settings, on_skip=_say)
     except TargetError as exc:
         return _error(str(exc), prefix=False)
 
@@ -97,7 +143,8 @@ def _run(args: argparse.Namespace) -> int:
             print("[]")
         return EXIT_CLEAN
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
-                        progress=runner.Progress(), decorators=settings.decorators)
+                        progress=runner.Progress(), decorators=settings.decorators,
+                        jobs=args.jobs or None, max_memory=args.max_memory)
     for line in result.errors:
         sys.stderr.write(line + "\n")
     raw = list(result.findings)
@@ -111,14 +158,22 @@ def _run(args: argparse.Namespace) -> int:
         rows = []
         for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
             failing = [f for f in entry.findings if f["code"] not in INFO_CODES]
-            status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs"}.get(entry.status)
+            status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
+                      "memory": "over memory cap", "pending": "not finished (interrupted)"}.get(entry.status)
             if status is None:
                 status = f"{len(failing)} finding(s)" if failing else "ok"
             rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
         print()
         print(summary_table(rows))
         failures = sum(1 for f in findings if is_failure(f))
-        print(f"\n{len(result.entries)} function(s) checked, {failures} finding(s)")
+        checked = sum(1 for e in result.entries.values() if e.status != "pending")
+        print(f"\n{checked} function(s) checked, {failures} finding(s)")
+    sys.stdout.flush()
+    if result.interrupted:
+        done = sum(1 for e in result.entries.values() if e.status != "pending")
+        sys.stderr.write(f"runtime-check: interrupted by {result.interrupted}: the results above cover {done} of "
+                         f"{len(result.entries)} function(s) found so far\n")
+        return 128 + signal.Signals[result.interrupted].value
     if result.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(is_failure(f) for f in findings) else EXIT_CLEAN
@@ -146,6 +201,10 @@ def _flagged(units: list, settings: Settings) -> tuple[dict[str, list[str]] | No
         findings, error = lint_source(source, unit.path, settings)
         flagged[str(index)] = sorted({f.function for f in findings if f.function})
     return flagged, None
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
 
 
 def _error(message: str, prefix: bool = True) -> int:

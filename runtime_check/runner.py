@@ -1,28 +1,39 @@
-"""Parent side: run the worker in a child process, with a per-function timeout and crash isolation.
+"""Parent side: a pool of warm worker processes, each fed one function at a time, supervised.
 
-When the child hangs (timeout) or dies (abort, segfault), the function in progress is reported
-(CG120/CG121), a new child is started, and it continues with the next function: every other
-function's results are still reported.
+Workers import TensorFlow once and check many functions each; ``jobs`` of them run in parallel.
+A worker that hangs (timeout), dies (abort, segfault) or outgrows the memory cap is killed with
+its whole process tree, the function in progress is reported (CG120/CG121/CG123), a new worker
+takes the remaining functions, and every other function's results are still reported.
+Ctrl-C, SIGTERM and SIGHUP stop the run: every worker and whatever it started is killed, and the
+results so far are returned (``RunResult.interrupted`` names the signal). See ``supervisor``
+for how processes that escaped their group (``setsid``, double forks) are found.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from . import supervisor
 from .targets import Unit
 
-IMPORT_TIMEOUT = 120.0  # importing TensorFlow and a module; generous on slow CI machines
+START_TIMEOUT = 120.0  # a worker importing TensorFlow; generous on slow CI machines
+EXIT_GRACE = 5.0  # how long a worker may take to exit after its last result
+MEMORY_POLL = 0.1  # seconds between two reads of the workers' resident memory
+STDERR_TAIL = 8192  # bytes of a worker's stderr kept to explain a crash
 
 
 @dataclass
@@ -32,7 +43,7 @@ class EntryResult:
     path: str
     line: int
     column: int
-    status: str = "pending"  # checked | no-inputs | timeout | crash
+    status: str = "pending"  # checked | no-inputs | timeout | crash | memory | error
     used: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
 
@@ -42,6 +53,7 @@ class RunResult:
     entries: dict[str, EntryResult] = field(default_factory=dict)
     findings: list[dict[str, Any]] = field(default_factory=list)  # module-level (CG122)
     errors: list[str] = field(default_factory=list)  # internal errors, one line each
+    interrupted: str | None = None  # the signal that stopped the run early
 
 
 class Progress:
@@ -57,7 +69,9 @@ class Progress:
             return
         width = 24
         filled = int(width * self.done / self.total) if self.total else 0
-        text = f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {current}"[:100]
+        text = f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} {current}"[
+            :100
+        ]
         sys.stderr.write(text.ljust(100))
         sys.stderr.flush()
 
@@ -78,38 +92,220 @@ def _signal_name(returncode: int | None) -> str:
     return f"exit status {returncode}"
 
 
-class _Child:
-    def __init__(self, job: dict[str, Any], env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "runtime_check.worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, start_new_session=True, text=True, encoding="utf-8", errors="replace",
-        )
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: deque[str] = deque(maxlen=40)
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(job) + "\n")
-        self.process.stdin.close()
+class Interrupted(BaseException):
+    """SIGTERM or SIGHUP: stop the run as Ctrl-C does."""
 
-    def _read_stdout(self) -> None:
+
+def _raise_interrupted(signum: int, _frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
+
+
+class _ForkedProcess:
+    """A worker the zygote forked, behind the part of Popen's interface the runner uses; its pid
+    and exit status arrive from the zygote (its parent)."""
+
+    def __init__(self, stdin: Any, stdout: Any, stderr: Any) -> None:
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.ended = threading.Event()
+
+    def poll(self) -> int | None:
+        return self.returncode if self.ended.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        # without a timeout, a bounded wait: the zygote may be gone and never report the status
+        if not self.ended.wait(EXIT_GRACE if timeout is None else timeout) and timeout is not None:
+            raise subprocess.TimeoutExpired("runtime_check.worker", timeout)
+        return self.returncode
+
+
+class _Zygote:
+    """Imports TensorFlow once and forks workers on request (``worker.zygote_main``)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.channel, theirs = socket.socketpair()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "runtime_check.worker", "--zygote"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, "RUNTIME_CHECK_ZYGOTE_FD": str(theirs.fileno())},
+            pass_fds=(theirs.fileno(),),
+            start_new_session=True,
+        )
+        theirs.close()
+        self.pid = self.process.pid
+        self.requests = 0
+        self.pending: dict[int, _ForkedProcess] = {}
+        self.children: dict[int, _ForkedProcess] = {}
+        self.lock = threading.Lock()
+        self.fatal: str | None = None
+        self.stderr_tail = b""
+        self.gone = threading.Event()
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    def _read_events(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
+        for raw in self.process.stdout:
+            try:
+                event = json.loads(raw)
+            except json.JSONDecodeError:
+                continue
+            with self.lock:
+                if event["event"] == "forked":
+                    child = self.pending.pop(event["id"])
+                    child.pid = event["pid"]
+                    self.children[child.pid] = child
+                elif event["event"] == "exited" and event["pid"] in self.children:
+                    child = self.children.pop(event["pid"])
+                    child.returncode = event["returncode"]
+                    child.ended.set()
+                elif event["event"] == "fatal":
+                    self.fatal = event["message"]
+        self.gone.set()
+        with self.lock:  # its workers die with it (parent-death signal); nobody will report them
+            for child in [*self.pending.values(), *self.children.values()]:
+                child.ended.set()
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line.rstrip("\n"))
+        while chunk := _read_chunk(self.process.stderr.fileno()):
+            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
 
-    def kill(self) -> None:
+    def fork(self) -> _ForkedProcess:
+        """A new worker: its commands, events and stderr travel on pipes handed over the channel."""
+        commands_read, commands_write = os.pipe()
+        events_read, events_write = os.pipe()
+        errors_read, errors_write = os.pipe()
+        child = _ForkedProcess(
+            os.fdopen(commands_write, "wb"),
+            os.fdopen(events_read, "rb"),
+            os.fdopen(errors_read, "rb"),
+        )
+        with self.lock:
+            self.requests += 1
+            self.pending[self.requests] = child
+            request = self.requests
         try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # the child and anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
+            socket.send_fds(
+                self.channel,
+                [json.dumps({"id": request}).encode() + b"\n"],
+                [commands_read, events_write, errors_write],
+            )
+        except OSError:
+            pass  # the zygote is gone: the worker's events end at once, and the loop says why
+        finally:
+            for fd in (commands_read, events_write, errors_write):
+                os.close(fd)
+        return child
+
+    def close(self, grace: float = EXIT_GRACE) -> None:
+        with contextlib.suppress(OSError):
+            self.channel.close()  # the zygote exits when its channel ends
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=grace)
+        supervisor.kill_tree(self.pid)
         self.process.wait()
+
+
+def _read_chunk(descriptor: int) -> bytes:
+    try:
+        return os.read(descriptor, 65536)
+    except OSError:
+        return b""
+
+
+class _Worker:
+    """One worker process, its reader threads and what it is doing."""
+
+    def __init__(
+        self,
+        number: int,
+        job: dict[str, Any],
+        env: dict[str, str],
+        events: queue.Queue[tuple[_Worker, str | None]],
+        zygote: _Zygote | None = None,
+    ) -> None:
+        self.number = number
+        self.process: Any
+        if zygote is not None:
+            self.process = zygote.fork()
+        else:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "runtime_check.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,  # its own session and process group
+            )
+        self.events = events
+        self.stderr_tail = b""
+        self.ready = False
+        self.dead = False
+        self.exiting = False
+        self.task: tuple[str, int | None, str | None] | None = ("start", None, None)
+        self.deadline = time.monotonic() + START_TIMEOUT
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self.send(job)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    def _read_events(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            self.events.put((self, raw.decode("utf-8", "replace")))
+        self.events.put((self, None))
+
+    def _read_stderr(self) -> None:
+        # chunks, not lines: a module may print gigabytes without a newline
+        assert self.process.stderr is not None
+        while chunk := _read_chunk(self.process.stderr.fileno()):
+            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+
+    def last_stderr_line(self) -> str:
+        text = self.stderr_tail.decode("utf-8", "replace")
+        return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")[:300]
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write((json.dumps(message) + "\n").encode("utf-8"))
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            pass  # it died: its stdout ends and the loop blames the task in progress
+
+    def give(self, task: tuple[str, int | None, str | None], timeout: float) -> None:
+        kind, unit, entry_id = task
+        self.task = task
+        self.deadline = time.monotonic() + timeout
+        self.send({"cmd": kind, "unit": unit, "id": entry_id})
+
+    def ask_to_exit(self) -> None:
+        self.exiting = True
+        self.task = ("exit", None, None)
+        self.deadline = time.monotonic() + EXIT_GRACE
+        self.send({"cmd": "exit"})
+        try:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    def kill(self) -> int | None:
+        """Kill the worker, its group and every descendant; return its exit status."""
+        self.dead = True
+        with contextlib.suppress(OSError, ValueError):
+            self.process.stdin.close()  # a worker forked late reads EOF and leaves
+        if self.pid is None:  # not forked yet (the zygote kills it, if it ever is, when closed)
+            return None
+        supervisor.kill_tree(self.pid)
+        return self.process.wait()
 
 
 def child_env() -> dict[str, str]:
@@ -123,127 +319,403 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], timeout: float,
-        only: dict[str, list[str]] | None = None, plot: str | None = None,
-        progress: Progress | None = None, on_result: Callable[[EntryResult], None] | None = None,
-        decorators: frozenset[str] = frozenset()) -> RunResult:
-    """``decorators``: the project's own names for custom_gradient (``[tool.cg_lint]``)."""
-    progress = progress or Progress(False)
-    result = RunResult()
-    skip_ids: set[str] = set()
-    finished_units: set[int] = set()
-    env = child_env()
-    while len(finished_units) < len(units):
-        job = {
-            "units": [u.to_json() for u in units], "skip_units": sorted(finished_units),
-            "skip_ids": sorted(skip_ids), "options": options, "functions": functions,
-            "only": only, "plot": plot, "decorators": sorted(decorators),
-        }
-        child = _Child(job, env)
-        current_unit: int | None = None
-        current_id: str | None = None
-        deadline = time.monotonic() + IMPORT_TIMEOUT
-        ended = False
-        while not ended:
-            lost: tuple[str, str, str, str, str] | None = None  # how the child was lost, if it was
+def _estimate_functions(units: list[Unit]) -> int:
+    """How many functions there may be, to start no more workers than there is work for."""
+    total = 0
+    for unit in units:
+        if unit.path is None:
+            return 1 << 20  # a module name: unknown until imported
+        try:
+            with open(unit.path, encoding="utf-8", errors="replace") as handle:
+                total += max(
+                    1, handle.read().count("custom_gradient") - 1
+                )  # minus the import, roughly
+        except OSError:
+            total += 1
+    return total
+
+
+def use_zygote() -> bool:
+    """Fork workers from one TensorFlow import (Linux), unless RUNTIME_CHECK_SPAWN=1 asks for a
+    fresh interpreter per worker."""
+    return (
+        sys.platform.startswith("linux")
+        and hasattr(socket, "send_fds")
+        and os.environ.get("RUNTIME_CHECK_SPAWN") != "1"
+    )
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+class _Run:
+    """The scheduler: hands plans (import a module, list its entries) and entries to workers."""
+
+    def __init__(
+        self,
+        units: list[Unit],
+        job: dict[str, Any],
+        timeout: float,
+        jobs: int,
+        max_memory: int | None,
+        progress: Progress,
+        on_result: Callable[[EntryResult], None] | None,
+    ) -> None:
+        self.units, self.job, self.timeout = units, job, timeout
+        self.max_memory, self.progress, self.on_result = max_memory, progress, on_result
+        self.result = RunResult()
+        self.env = child_env()
+        self.env["RUNTIME_CHECK_PARENT"] = str(os.getpid())
+        self.events: queue.Queue[tuple[_Worker, str | None]] = queue.Queue()
+        self.workers: list[_Worker] = []
+        self.to_plan: deque[int] = deque(range(len(units)))
+        self.to_run: deque[tuple[int, str]] = deque()
+        self.started = 0
+        self.start_failures = 0
+        self.ever_ready = False
+        self.capacity = max(1, min(jobs, _estimate_functions(units)))
+        self.preexisting = supervisor.orphans(())  # children the caller had before this run
+        self.zygote: _Zygote | None = None
+
+    # -- workers -------------------------------------------------------------------------------
+    def live(self) -> list[_Worker]:
+        return [w for w in self.workers if not w.dead]
+
+    def busy(self) -> bool:
+        return any(w.task is not None and w.task[0] in ("plan", "run") for w in self.live())
+
+    def remaining(self) -> int:
+        return len(self.to_plan) + len(self.to_run)
+
+    def spawn_if_needed(self) -> None:
+        live = [w for w in self.live() if not w.exiting]
+        idle = sum(1 for w in live if w.task is None or w.task[0] == "start")
+        wanted = min(self.capacity, len(live) + max(0, self.remaining() - idle))
+        while len(live) < wanted:
+            live.append(self.new_worker())
+
+    def new_worker(self) -> _Worker:
+        worker = _Worker(self.started, self.job, self.env, self.events, self.zygote)
+        self.started += 1
+        self.workers.append(worker)
+        return worker
+
+    def keep(self) -> list[int]:
+        """Our children that are not leftovers: live workers, the zygote, the caller's."""
+        pids = [w.pid for w in self.live() if w.pid is not None] + list(self.preexisting)
+        return pids + ([self.zygote.pid] if self.zygote is not None else [])
+
+    def bury(self, worker: _Worker, kill: bool = True) -> str:
+        """Make sure ``worker`` and all it started are gone; say how it ended."""
+        status = worker.kill() if kill or worker.process.poll() is None else worker.process.wait()
+        worker.dead = True
+        supervisor.sweep_orphans(self.keep())
+        return _signal_name(status)
+
+    def shutdown(self) -> None:
+        """Ask every worker to exit, give each EXIT_GRACE, then kill what is left (always)."""
+        for worker in self.live():
+            if not worker.exiting:
+                worker.ask_to_exit()
+        end = time.monotonic() + EXIT_GRACE
+        for worker in self.live():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.process.wait(timeout=max(0.0, end - time.monotonic()))
+            self.bury(worker)
+        self.close_zygote()
+
+    def close_zygote(self, grace: float = EXIT_GRACE) -> None:
+        if self.zygote is not None:
+            self.zygote.close(grace)
+            self.zygote = None
+
+    # -- the loop ------------------------------------------------------------------------------
+    def assign(self, worker: _Worker) -> None:
+        if not worker.ready or worker.dead or worker.exiting:
+            return
+        if self.to_plan:
+            worker.give(("plan", self.to_plan.popleft(), None), self.timeout)
+        elif self.to_run:
+            unit, entry_id = self.to_run.popleft()
+            worker.give(("run", unit, entry_id), self.timeout)
+        else:
+            worker.task = None
+
+    def loop(self) -> None:
+        if use_zygote():
+            self.zygote = _Zygote(self.env)
+        for _ in range(self.capacity):  # all at once (forks of one import, or overlapping imports)
+            self.new_worker()
+        next_poll = time.monotonic() + MEMORY_POLL
+        while (self.remaining() or self.busy()) and not self.fatal:
+            now = time.monotonic()
+            waits = [w.deadline for w in self.live() if w.task is not None]
+            if self.max_memory:
+                waits.append(next_poll)
+            wait = max(0.01, min(min(waits, default=now + 1.0) - now, 1.0))
+            pending: list[tuple[_Worker, str | None]] = []
             try:
-                line = child.lines.get(timeout=max(0.05, deadline - time.monotonic()))
+                pending.append(self.events.get(timeout=wait))
+                while True:  # everything that arrived: a result in the queue beats its deadline
+                    pending.append(self.events.get_nowait())
             except queue.Empty:
-                if time.monotonic() < deadline:
-                    continue
-                child.kill()
-                lost = ("timeout", "CG120", f"did not finish within {timeout:g} s (timed out; the process was stopped)",
-                        f"did not finish within {IMPORT_TIMEOUT:g} s",
-                        f"the checker process did not start within {IMPORT_TIMEOUT:g} s")
-            else:
-                if line is None:  # the child exited
-                    how = _signal_name(child.process.wait())
-                    tail = next((ln for ln in reversed(child.stderr) if ln.strip()), "")
-                    lost = ("crash", "CG121", f"crashed the process ({how})", f"crashed the process ({how})",
-                            f"the checker process exited early ({how}): {tail}")
-            if lost is not None:
-                # blame what was running: a function, else the import of a module, else the start
-                status, code, function_message, import_message, start_message = lost
-                if current_id is not None:
-                    _fail_entry(result, current_id, status, code, function_message)
-                    skip_ids.add(current_id)
-                    progress.done += 1
-                elif current_unit is not None:
-                    _module_finding(result, units[current_unit], "CG122",
-                                    f"importing module '{units[current_unit].module}' {import_message}")
-                    finished_units.add(current_unit)
+                pass
+            for worker, line in pending:
+                if worker.dead:
+                    continue  # stopped already; its last words do not count
+                if line is None:
+                    self.lost(worker, "crash", self.bury(worker, kill=False))
                 else:
-                    result.errors.append(f"runtime-check: error: {start_message}")
-                    return result
-                break
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            kind = event["event"]
-            if kind == "fatal":
+                    self.handle(worker, line)
+            for gone in [w for w in self.live() if w.process.poll() is not None]:
+                # dead although its stdout is still open (a process it forked holds the pipe)
+                self.lost(gone, "crash", self.bury(gone, kill=False))
+            now = time.monotonic()
+            for stuck in [w for w in self.live() if w.task is not None and now >= w.deadline]:
+                self.bury(stuck)
+                self.lost(stuck, "timeout", "")
+            if self.max_memory and now >= next_poll:
+                next_poll = now + MEMORY_POLL
+                for big in [
+                    w for w in self.live() if w.task is not None and w.task[0] in ("plan", "run")
+                ]:
+                    if big.pid is not None and supervisor.tree_rss(big.pid) > self.max_memory:
+                        self.bury(big)
+                        self.lost(big, "memory", "")
+            if self.fatal:
+                return
+            self.spawn_if_needed()
+            for idle in self.live():
+                if idle.ready and idle.task is None:
+                    self.assign(idle)
+
+    fatal = False
+
+    def handle(self, worker: _Worker, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            return
+        kind = event["event"]
+        result = self.result
+        if kind == "fatal":
+            if not self.fatal:  # every worker that cannot import TensorFlow says so: once is enough
                 result.errors.append(f"runtime-check: error: {event['message']}")
-                child.kill()
-                return result
-            if kind in ("ready", "unit"):
-                current_unit = event.get("unit")
-                deadline = time.monotonic() + IMPORT_TIMEOUT
-            elif kind == "import_error":
-                unit = units[event["unit"]]
-                _module_finding(result, unit, "CG122",
-                                f"cannot import module '{unit.module}': {event['message']}",
-                                event.get("line", 1), event.get("column", 1))
-                finished_units.add(event["unit"])
-                current_unit = None
-            elif kind == "plan":
-                for item in event["entries"]:
-                    if item["id"] not in result.entries:
-                        result.entries[item["id"]] = EntryResult(item["id"], item["qualname"], item["path"],
-                                                                 item["line"], item["column"])
-                        progress.total += 1
-                progress.show("")
-            elif kind == "start":
-                current_id = event["id"]
-                deadline = time.monotonic() + timeout
-                progress.show(result.entries[current_id].qualname)
-            elif kind == "result":
-                entry = result.entries[event["id"]]
-                entry.status, entry.used, entry.findings = event["status"], event["used"], event["findings"]
-                skip_ids.add(event["id"])
-                current_id = None
-                progress.done += 1
-                progress.show(entry.qualname)
-                deadline = time.monotonic() + timeout
-                if on_result is not None:
-                    on_result(entry)
-            elif kind == "internal_error":
-                result.errors.append(f"runtime-check: internal error in {units[event['unit']].display}: "
-                                     f"{event['message']}")
-                if os.environ.get("RUNTIME_CHECK_DEBUG"):
-                    sys.stderr.write(event.get("trace", ""))
-            elif kind == "unit_done":
-                finished_units.add(event["unit"])
-                current_unit = None
-                deadline = time.monotonic() + IMPORT_TIMEOUT
-            elif kind == "done":
-                child.process.wait()
-                ended = True
-                finished_units.update(range(len(units)))
-    progress.close()
-    return result
+            self.fatal = True
+        elif kind == "ready":
+            worker.ready = self.ever_ready = True
+            worker.task = None
+            self.assign(worker)
+        elif kind in ("importing", "start"):
+            worker.deadline = time.monotonic() + self.timeout
+            if kind == "start":
+                self.progress.show(result.entries[event["id"]].qualname)
+        elif kind == "import_error":
+            unit = self.units[event["unit"]]
+            _module_finding(
+                result,
+                unit,
+                "CG122",
+                f"cannot import module '{unit.module}': {event['message']}",
+                event.get("line", 1),
+                event.get("column", 1),
+            )
+            self.assign(worker)
+        elif kind == "plan":
+            for item in event["entries"]:
+                if item["id"] not in result.entries:
+                    result.entries[item["id"]] = EntryResult(
+                        item["id"], item["qualname"], item["path"], item["line"], item["column"]
+                    )
+                    self.to_run.append((event["unit"], item["id"]))
+                    self.progress.total += 1
+            self.progress.show("")
+            self.assign(worker)
+        elif kind == "result":
+            entry = result.entries[event["id"]]
+            entry.status, entry.used, entry.findings = (
+                event["status"],
+                event["used"],
+                event["findings"],
+            )
+            if entry.status == "memory":
+                entry.findings = [f for f in entry.findings if f["code"] != "CG130"]
+                _fail_entry(result, entry.id, "memory", "CG123", self._memory_message())
+            elif event.get("error"):
+                _fail_entry(result, entry.id, "crash", "CG121", event["error"])
+            self.finished(entry)
+            self.assign(worker)
+        elif kind == "internal_error":
+            result.errors.append(
+                f"runtime-check: internal error in {self.units[event['unit']].display}: "
+                f"{event['message']}"
+            )
+            if os.environ.get("RUNTIME_CHECK_DEBUG"):
+                sys.stderr.write(event.get("trace", ""))
+
+    def _memory_message(self) -> str:
+        cap = supervisor.format_size(self.max_memory or 0)
+        return f"used more memory than the cap of {cap} (--max-memory; the process was stopped)"
+
+    def finished(self, entry: EntryResult) -> None:
+        self.progress.done += 1
+        self.progress.show(entry.qualname)
+        if self.on_result is not None:
+            self.on_result(entry)
+
+    def lost(self, worker: _Worker, how: str, status: str) -> None:
+        """Blame what ``worker`` was doing when it died, timed out or outgrew the memory cap."""
+        task = worker.task
+        worker.task = None
+        if task is None or task[0] == "exit":
+            return
+        kind, unit_index, entry_id = task
+        if kind == "start":
+            if how == "timeout":
+                message = f"a checker process did not start within {START_TIMEOUT:g} s"
+            else:
+                message = f"a checker process exited early ({status}): {worker.last_stderr_line()}"
+            zygote = self.zygote
+            if zygote is not None and (not self.ever_ready or zygote.process.poll() is not None):
+                zygote.gone.wait(EXIT_GRACE)  # the workers' parent: it says why, if it died
+                if zygote.fatal:
+                    message = zygote.fatal
+                elif zygote.gone.is_set():
+                    tail = zygote.stderr_tail.decode("utf-8", "replace").strip().splitlines()
+                    message = (
+                        f"the checker process exited early ({_signal_name(zygote.process.poll())})"
+                        f"{': ' + tail[-1][:300] if tail else ''}"
+                    )
+            self.start_failures += 1
+            if not self.ever_ready or self.start_failures > 3:
+                if not self.fatal:  # one line, however many workers failed to start
+                    self.result.errors.append(f"runtime-check: error: {message}")
+                self.fatal = True
+            return
+        if kind == "run" and entry_id is not None:
+            code, what = {
+                "timeout": (
+                    "CG120",
+                    f"did not finish within {self.timeout:g} s "
+                    "(timed out; the process was stopped)",
+                ),
+                "memory": ("CG123", self._memory_message()),
+            }.get(how, ("CG121", f"crashed the process ({status})"))
+            _fail_entry(
+                self.result,
+                entry_id,
+                {"CG120": "timeout", "CG123": "memory"}.get(code, "crash"),
+                code,
+                what,
+            )
+            self.finished(self.result.entries[entry_id])
+            return
+        assert unit_index is not None
+        unit = self.units[unit_index]
+        what = {
+            "timeout": f"did not finish within {self.timeout:g} s (the process was stopped)",
+            "memory": self._memory_message(),
+        }.get(how, f"crashed the process ({status})")
+        _module_finding(self.result, unit, "CG122", f"importing module '{unit.module}' {what}")
+
+
+def run(
+    units: list[Unit],
+    options: dict[str, Any],
+    functions: dict[str, Any],
+    timeout: float,
+    only: dict[str, list[str]] | None = None,
+    plot: str | None = None,
+    progress: Progress | None = None,
+    on_result: Callable[[EntryResult], None] | None = None,
+    decorators: frozenset[str] = frozenset(),
+    jobs: int | None = None,
+    max_memory: int | None = None,
+) -> RunResult:
+    """Check every function of ``units`` in up to ``jobs`` workers; always leaves no process behind.
+
+    ``decorators``: the project's own names for custom_gradient (``[tool.cg_lint]``)."""
+    supervisor.become_subreaper()
+    job = {
+        "units": [u.to_json() for u in units],
+        "options": options,
+        "functions": functions,
+        "only": only,
+        "plot": plot,
+        "max_memory": max_memory,
+        "decorators": sorted(decorators),
+    }
+    state = _Run(
+        units,
+        job,
+        timeout,
+        jobs or default_jobs(),
+        max_memory,
+        progress or Progress(False),
+        on_result,
+    )
+    handlers: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            handlers[sig] = signal.signal(sig, _raise_interrupted)
+    try:
+        state.loop()
+    except KeyboardInterrupt:
+        state.result.interrupted = "SIGINT"
+    except Interrupted as exc:
+        state.result.interrupted = str(exc)
+    finally:
+        # a second Ctrl-C must not cut the cleanup short
+        blocked: dict[signal.Signals, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                blocked[sig] = signal.signal(sig, signal.SIG_IGN)
+        try:
+            if state.result.interrupted:
+                for worker in state.live():
+                    state.bury(worker)
+                state.close_zygote(grace=0)
+            else:
+                state.shutdown()
+            supervisor.sweep_orphans(state.preexisting)
+        finally:
+            for sig, previous in {**blocked, **handlers}.items():  # as the caller had them
+                signal.signal(sig, previous)
+        state.progress.close()
+    return state.result
 
 
 def _fail_entry(result: RunResult, entry_id: str, status: str, code: str, what: str) -> None:
     entry = result.entries[entry_id]
     entry.status = status
-    entry.findings.append({
-        "path": entry.path, "line": entry.line, "column": entry.column, "code": code,
-        "function": entry.qualname, "mode": None, "message": f"'{entry.qualname}' {what}",
-    })
+    entry.findings.append(
+        {
+            "path": entry.path,
+            "line": entry.line,
+            "column": entry.column,
+            "code": code,
+            "function": entry.qualname,
+            "mode": None,
+            "message": f"'{entry.qualname}' {what}",
+        }
+    )
 
 
-def _module_finding(result: RunResult, unit: Unit, code: str, message: str, line: int = 1, column: int = 1) -> None:
-    result.findings.append({
-        "path": unit.path or unit.module, "line": line, "column": column, "code": code,
-        "function": None, "mode": None, "message": message,
-    })
+def _module_finding(
+    result: RunResult, unit: Unit, code: str, message: str, line: int = 1, column: int = 1
+) -> None:
+    result.findings.append(
+        {
+            "path": unit.path or unit.module,
+            "line": line,
+            "column": column,
+            "code": code,
+            "function": None,
+            "mode": None,
+            "message": message,
+        }
+    )

@@ -62,8 +62,8 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
     _known(section, TOP_KEYS, where, prefix)
     if "timeout" in section:
         value = section["timeout"]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-            raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds, and finite")
         config.timeout = float(value)
     for key, attribute in (("jit", "jit"), ("numeric", "numeric"), ("zero-upstream", "zero_upstream"),
                            ("magnitudes", "magnitudes")):

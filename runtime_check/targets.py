@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import stat
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -66,20 +68,52 @@ def mentions_custom_gradient(path: Path, settings: Settings) -> bool:
         return False
 
 
-def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None) -> list[Unit]:
-    """Units for ``targets``; folders are walked as cg-lint walks them (the project's excludes)."""
+def special_file(path: Path) -> str | None:
+    """What ``path`` is when it exists but is not a regular file or folder (reading a FIFO blocks)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
+                       (stat.S_ISBLK, "a device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None,
+           on_skip: Callable[[str], None] | None = None) -> list[Unit]:
+    """Units for ``targets``; folders are walked as cg-lint walks them (the project's excludes).
+    Special files (FIFOs, sockets, devices) are skipped with one line each (reading a FIFO blocks)."""
     cwd = cwd or Path.cwd()
     settings = settings or Settings(root=str(cwd))
     units: list[Unit] = []
     seen: set[str] = set()
+
+    def skip(path: Path | str, what: str) -> None:
+        if on_skip is not None:
+            on_skip(f"{path}: skipped: {what}, not a regular file")
+
     for target in targets:
         candidate = Path(target)
+        what = special_file(candidate)
+        if what is not None:
+            skip(target, what)
+            continue
         if candidate.is_file():
             if candidate.suffix != ".py":
                 raise TargetError(f"{target}: error: not a Python file")
             found = [file_unit(candidate)]
         elif candidate.is_dir():
-            found = [file_unit(p) for p in _walk(candidate, settings) if mentions_custom_gradient(p, settings)]
+            found = []
+            for path in _walk(candidate, settings):
+                what = special_file(path)
+                if what is not None:
+                    skip(_display(path), what)
+                elif mentions_custom_gradient(path, settings):
+                    found.append(file_unit(path))
         elif _DOTTED.match(target) and not target.endswith(".py"):
             top = target.split(".")[0]
             if str(cwd) not in sys.path:

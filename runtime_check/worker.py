@@ -1,25 +1,34 @@
-"""Child-process entry: import each module with the checked decorator installed, run every entry.
+"""Worker process: imports TensorFlow once, then checks the entries the parent sends, one at a time.
 
-Reads one JSON job from stdin and streams one JSON event per line on its own copy of stdout
-(the user's ``print`` goes to stderr), so a crash or a hang loses only the entry in progress.
-Events: ready, fatal, unit, import_error, plan, start, result, unit_done, done.
+Reads a JSON job, then JSON commands (``plan`` a unit, ``run`` an entry, ``exit``) on a private
+copy of stdin, and streams one JSON event per line on a private copy of stdout (the user's
+``print`` goes to stderr, and the user's ``input()`` reads an empty stdin), so a crash or a hang
+loses only the entry in progress. Events: ready, fatal, importing, import_error, plan, start,
+result, internal_error, bye. Several workers may import the same module: entries are discovered
+the same way in each, and named by unit index and qualname.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
 import os
+import resource
+import select
+import socket
 import sys
 import traceback
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TextIO
 
 from cg_lint.codes import CG130
 from cg_lint.config import Settings
 from cg_lint.findings import Finding
+
+from . import supervisor
 
 _proto: Any = None
 
@@ -29,12 +38,18 @@ def emit(event: str, **fields: Any) -> None:
     _proto.flush()
 
 
-def _isolate_stdout() -> None:
-    """Keep the protocol on a private descriptor; anything else written to stdout goes to stderr."""
+def _isolate_stdio() -> TextIO:
+    """Keep the protocol on private descriptors: commands come on a copy of stdin, events go out
+    on a copy of stdout. The user's code reads an empty stdin, and its stdout goes to stderr."""
     global _proto
     _proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    commands = os.fdopen(os.dup(0), "r", encoding="utf-8")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return commands
 
 
 def import_unit(unit: dict[str, Any]) -> ModuleType:
@@ -69,127 +84,317 @@ def _import_error_line(exc: BaseException, path: str | None) -> tuple[str, int, 
     return (f"{type(exc).__name__}: {text}" if text else type(exc).__name__), line, 1
 
 
+class Worker:
+    """Imports units on demand and checks one entry per ``run`` command; keeps TensorFlow warm."""
+
+    def __init__(self, job: dict[str, Any]) -> None:
+        from .exercise import Options
+
+        self.units: list[dict[str, Any]] = job["units"]
+        self.options = Options(**job["options"])
+        self.functions: dict[str, dict[str, Any]] = job["functions"]
+        self.only: dict[str, list[str]] | None = job.get("only")  # unit index -> qualnames the linter flags
+        self.plot_dir: str | None = job.get("plot")
+        self.max_memory: int | None = job.get("max_memory")
+        self.decorators: list[str] = job.get("decorators", [])
+        self.loaded: dict[int, _Loaded | BaseException] = {}
+
+    def load(self, index: int) -> _Loaded | BaseException:
+        """Import unit ``index`` once; an import failure is remembered and returned."""
+        if index in self.loaded:
+            return self.loaded[index]
+        from .issues import RECORDER
+
+        unit = self.units[index]
+        RECORDER.drain()
+        try:
+            module = import_unit(unit)
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt in user code included
+            self.loaded[index] = exc
+            return exc
+        path = str(unit.get("path") or getattr(module, "__file__", None) or unit["module"])
+        loaded = _Loaded(index, module, path, self.decorators)
+        try:
+            loaded.discover(self.functions, self.only)
+        except Exception as exc:  # our bug: say so in one line, keep going with the next unit
+            emit("internal_error", unit=index, message=f"{type(exc).__name__}: {exc}",
+                 trace=traceback.format_exc(limit=8))
+        self.loaded[index] = loaded
+        return loaded
+
+    def plan(self, index: int) -> None:
+        emit("importing", unit=index)
+        loaded = self.load(index)
+        if isinstance(loaded, BaseException):
+            unit = self.units[index]
+            message, line, column = _import_error_line(loaded, unit.get("path"))
+            emit("import_error", unit=index, message=message, line=line, column=column,
+                 path=unit.get("path") or unit["module"])
+            return
+        emit("plan", unit=index, entries=[
+            {"id": f"{index}:{e.qualname}", "qualname": e.location.qualname, "entry": e.qualname,
+             "path": e.location.path or loaded.path, "line": e.location.line, "column": e.location.column}
+            for e in loaded.entries
+        ])
+
+    def run(self, index: int, entry_id: str) -> None:
+        emit("importing", unit=index, id=entry_id)
+        loaded = self.load(index)
+        if isinstance(loaded, BaseException):  # imported in another worker, not in this one
+            message, _line, _column = _import_error_line(loaded, self.units[index].get("path"))
+            emit("result", id=entry_id, status="crash", used=[], rejected=[], findings=[],
+                 error=f"importing the module again failed: {message}")
+            return
+        number, entry = next(((n, e) for n, e in enumerate(loaded.entries)
+                              if f"{index}:{e.qualname}" == entry_id), (None, None))
+        if entry is None:
+            emit("result", id=entry_id, status="crash", used=[], rejected=[], findings=[],
+                 error="not found when the module was imported again")
+            return
+        emit("start", id=entry_id)
+        before = supervisor.descendants(os.getpid())
+        try:
+            result = check_entry(number or 0, entry, loaded, self.functions, self.options, self.plot_dir)
+        except Exception as exc:  # our bug: one line, and the run goes on
+            emit("internal_error", unit=index, message=f"{type(exc).__name__}: {exc}",
+                 trace=traceback.format_exc(limit=8))
+            result = {"findings": [], "used": [], "status": "error", "rejected": []}
+        finally:
+            # processes the function started die with it (setsid and double forks included:
+            # this worker is their subreaper); those the module's import started live on
+            supervisor.kill_tree(os.getpid(), include_root=False, keep=before)
+        if self.max_memory and _ran_out_of_memory(result):
+            result["status"] = "memory"
+        emit("result", id=entry_id, **result)
+
+
+class _Loaded:
+    """An imported unit: its entries, declared specs and the issues its import raised."""
+
+    def __init__(self, index: int, module: ModuleType, path: str, decorators: list[str]) -> None:
+        self.index, self.module, self.path, self.decorators = index, module, path, decorators
+        self.entries: list[Any] = []
+        self.static_lines: dict[str, Any] = {}
+        self.import_issues: list[Any] = []
+        self.module_keys = [module.__name__, Path(path).stem]
+        self.functions: dict[str, dict[str, Any]] = {}
+
+    def discover(self, functions: dict[str, dict[str, Any]], only: dict[str, list[str]] | None) -> None:
+        from .discover import entries_for, static_definitions
+        from .issues import RECORDER
+
+        self.functions = functions
+        try:
+            source = Path(self.path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source = ""
+        defs = static_definitions(source, self.path, Settings(decorators=frozenset(self.decorators)))
+        inits = {}
+        for key, spec in functions.items():
+            mod, _, qualname = key.partition(":")
+            if mod in self.module_keys and spec.get("init"):
+                inits[qualname] = spec["init"]
+        entries = entries_for(self.module, self.path, defs, inits)
+        # Issues raised while importing (module-level calls) belong to the module's first entry.
+        self.import_issues, _ = RECORDER.drain()
+        if only is not None:
+            flagged = set(only.get(str(self.index), []))
+            entries = [e for e in entries if e.qualname in flagged or any(d.qualname in flagged for d in e.definitions)
+                       or any(q.split(".<locals>")[0] == e.qualname for q in flagged)]
+        self.static_lines = {d.qualname: d for d in defs}
+        self.entries = entries
+
+    def spec_for(self, qualname: str) -> dict[str, Any] | None:
+        for key in self.module_keys:
+            if f"{key}:{qualname}" in self.functions:
+                return self.functions[f"{key}:{qualname}"]
+        return None
+
+
+_MEMORY_ERRORS = ("MemoryError", "ResourceExhaustedError", "std::bad_alloc", "Cannot allocate memory")
+
+
+def _ran_out_of_memory(result: dict[str, Any]) -> bool:
+    """Under a memory cap, an allocation the cap refused is not a rejected input."""
+    texts = list(result.get("rejected", [])) + [f["message"] for f in result.get("findings", [])]
+    return any(marker in text for text in texts for marker in _MEMORY_ERRORS)
+
+
+def _limit_memory(max_memory: int) -> None:
+    """Refuse allocations well past the cap at once (the parent polls resident memory for the cap
+    itself): virtual size now, plus the cap, plus room for the thread pools TensorFlow starts later."""
+    current = supervisor.virtual_size()
+    if current is None:
+        return
+    limit = current + max_memory + (2 << 30)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 def main() -> int:
-    _isolate_stdout()
-    job = json.loads(sys.stdin.readline())
+    if sys.argv[1:] == ["--zygote"]:
+        return zygote_main()
+    commands = _isolate_stdio()
+    supervisor.become_subreaper()
+    supervisor.die_with_parent()
+    if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
+        return 1  # the parent died before we asked to die with it
+    job = json.loads(commands.readline())
+    if not _import_tensorflow():
+        _exit(2)
+    serve(job, commands)
+    return 0
+
+
+def _import_tensorflow() -> bool:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         import tensorflow  # noqa: F401
     except ImportError as exc:
         emit("fatal", message=f"runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}")
-        return 2
+        return False
     from . import checked
-    from .exercise import Options
-    from .issues import RECORDER
 
     checked.install()
-    emit("ready")
-    options = Options(**job["options"])
-    skip_ids = set(job["skip_ids"])
-    plot_dir = job.get("plot")
-    only = job.get("only")  # unit index -> qualnames flagged by the linter, or None
-    for index, unit in enumerate(job["units"]):
-        if index in job["skip_units"]:
-            continue
-        emit("unit", unit=index)
-        RECORDER.drain()
-        try:
-            module = import_unit(unit)
-        except BaseException as exc:  # SystemExit and KeyboardInterrupt in user code included
-            message, line, column = _import_error_line(exc, unit.get("path"))
-            emit("import_error", unit=index, message=message, line=line, column=column,
-                 path=unit.get("path") or unit["module"])
-            continue
-        path = unit.get("path") or getattr(module, "__file__", None) or unit["module"]
-        try:
-            run_unit(index, module, str(path), job, options, skip_ids, only, plot_dir)
-        except Exception as exc:  # our bug: say so in one line, keep going with the next unit
-            emit("internal_error", unit=index, message=f"{type(exc).__name__}: {exc}",
-                 trace=traceback.format_exc(limit=8))
-        emit("unit_done", unit=index)
-    emit("done")
-    return 0
+    return True
 
 
-def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], options: Any, skip_ids: set[str],
-             only: dict[str, list[str]] | None, plot_dir: str | None) -> None:
-    from .discover import CannotCall, entries_for, static_definitions
+def serve(job: dict[str, Any], commands: TextIO) -> None:
+    """The worker's loop, TensorFlow imported: one command at a time until ``exit``."""
+    worker = Worker(job)
+    if worker.max_memory:
+        _limit_memory(worker.max_memory)
+    emit("ready", pid=os.getpid())
+    for line in commands:
+        command = json.loads(line)
+        if command["cmd"] == "plan":
+            worker.plan(command["unit"])
+        elif command["cmd"] == "run":
+            worker.run(command["unit"], command["id"])
+        elif command["cmd"] == "exit":
+            break
+    _exit(0)
+
+
+def zygote_main() -> int:
+    """Import TensorFlow once, then fork a worker for each request (three descriptors: its
+    commands, its events, its stderr), so a new worker costs a fork, not an import.
+
+    Forking is safe only before TensorFlow runs its first op (its thread pools do not survive a
+    fork), so the zygote itself never runs one: it imports and installs the checked decorator. It
+    reports each fork's pid and reaps each worker, reporting its exit status."""
+    channel = socket.socket(fileno=int(os.environ.pop("RUNTIME_CHECK_ZYGOTE_FD")))
+    _isolate_stdio().close()
+    supervisor.die_with_parent()
+    if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
+        return 1
+    if not _import_tensorflow():
+        os._exit(2)
+    emit("ready", pid=os.getpid())
+    while True:
+        readable, _, _ = select.select([channel], [], [], 0.05)
+        _reap_workers()
+        if not readable:
+            continue
+        try:
+            message, fds, _flags, _address = socket.recv_fds(channel, 65536, 3)
+        except OSError:
+            message, fds = b"", []
+        if not message:  # the parent closed its end: it is done, or gone
+            os._exit(0)
+        request = json.loads(message.decode("utf-8").splitlines()[0])
+        pid = os.fork()
+        if pid == 0:
+            channel.close()
+            _become_worker(fds)
+        for fd in fds:
+            os.close(fd)
+        emit("forked", id=request["id"], pid=pid)
+
+
+def _reap_workers() -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        emit("exited", pid=pid, returncode=os.waitstatus_to_exitcode(status))
+
+
+def _become_worker(fds: list[int]) -> None:
+    """In the forked child: its own session, its own descriptors, then the worker's loop."""
+    try:
+        os.setsid()
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        _proto.close()  # the zygote's event stream is not this worker's
+        sys.argv[1:] = []  # what a spawned worker's code sees; not the zygote's flag
+        commands = _isolate_stdio()
+        supervisor.become_subreaper()
+        supervisor.die_with_parent()  # the zygote, which dies with runtime-check
+        serve(json.loads(commands.readline()), commands)
+    finally:
+        os._exit(70)
+
+
+def _exit(status: int) -> None:
+    """Leave now: kill what the checked modules started, and do not wait for their non-daemon
+    threads or atexit handlers (a thread started at import must not keep the run waiting)."""
+    supervisor.kill_tree(os.getpid(), include_root=False)
+    try:
+        emit("bye")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(status)
+
+
+def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, dict[str, Any]], options: Any,
+                plot_dir: str | None) -> dict[str, Any]:
+    from .discover import CannotCall
     from .exercise import Exerciser
     from .issues import RECORDER
     from .probes import synthesized
     from .specs import build_input_sets
 
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        source = ""
-    defs = static_definitions(source, path, Settings(decorators=frozenset(job.get("decorators", ()))))
-    functions: dict[str, dict[str, Any]] = job["functions"]
-    module_keys = [module.__name__, Path(path).stem]
-
-    def spec_for(qualname: str) -> dict[str, Any] | None:
-        for key in module_keys:
-            if f"{key}:{qualname}" in functions:
-                return functions[f"{key}:{qualname}"]
-        return None
-
-    inits = {}
-    for key, spec in functions.items():
-        mod, _, qualname = key.partition(":")
-        if mod in module_keys and spec.get("init"):
-            inits[qualname] = spec["init"]
-    entries = entries_for(module, path, defs, inits)
-    # Issues raised while importing (module-level calls) belong to the module's first entry.
-    import_issues, _ = RECORDER.drain()
-    if only is not None:
-        flagged = set(only.get(str(index), []))
-        entries = [e for e in entries if e.qualname in flagged or any(d.qualname in flagged for d in e.definitions)
-                   or any(q.split(".<locals>")[0] == e.qualname for q in flagged)]
-    static_lines = {d.qualname: d for d in defs}
-    emit("plan", unit=index, entries=[
-        {"id": f"{index}:{e.qualname}", "qualname": e.location.qualname, "entry": e.qualname,
-         "path": e.location.path or path, "line": e.location.line, "column": e.location.column}
-        for e in entries
-    ])
-    for number, entry in enumerate(entries):
-        entry_id = f"{index}:{entry.qualname}"
-        if entry_id in skip_ids:
-            continue
-        emit("start", id=entry_id)
-        RECORDER.drain()
-        used: list[str] = []
-        rejected: list[str] = []
-        status = "checked"
-        spec = spec_for(entry.qualname)
-        if entry.problem is not None and not (spec and spec["cases"]):
-            status, why = "no-inputs", entry.problem
-        else:
-            names = entry.names
-            sets = build_input_sets(spec["cases"], names) if spec and spec["cases"] else synthesized(names)
-            exerciser = Exerciser(entry.make, names, entry.location, options)
-            try:
-                outcome = exerciser.run(sets)
-                used, rejected = outcome.used, outcome.rejected
-                why = "; ".join(rejected[:2]) if rejected else "no input was accepted"
-            except CannotCall as exc:
-                why = str(exc)
-            if not used:
-                status = "no-inputs"
-            elif plot_dir and len(names) == 1:
-                _plot(entry, names, exerciser, plot_dir, module.__name__)
-        issues, _calls = RECORDER.drain()
-        if number == 0:
-            issues = import_issues + issues
-        findings = [_finding(issue, entry, path, static_lines) for issue in issues]
-        if status == "no-inputs":
-            source_note = "declared inputs" if spec and spec["cases"] else "probes"
-            findings.append(Finding(
-                entry.location.path or path, entry.location.line, entry.location.column, CG130,
-                f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
-                function=entry.location.qualname,
-            ).to_json())
-        emit("result", id=entry_id, findings=findings, used=used, status=status,
-             rejected=rejected[:3])
+    path, module, static_lines = loaded.path, loaded.module, loaded.static_lines
+    import_issues = loaded.import_issues
+    RECORDER.drain()
+    used: list[str] = []
+    rejected: list[str] = []
+    status = "checked"
+    spec = loaded.spec_for(entry.qualname)
+    if entry.problem is not None and not (spec and spec["cases"]):
+        status, why = "no-inputs", entry.problem
+    else:
+        names = entry.names
+        sets = build_input_sets(spec["cases"], names) if spec and spec["cases"] else synthesized(names)
+        exerciser = Exerciser(entry.make, names, entry.location, options)
+        try:
+            outcome = exerciser.run(sets)
+            used, rejected = outcome.used, outcome.rejected
+            why = "; ".join(rejected[:2]) if rejected else "no input was accepted"
+        except CannotCall as exc:
+            why = str(exc)
+        if not used:
+            status = "no-inputs"
+        elif plot_dir and len(names) == 1:
+            _plot(entry, names, exerciser, plot_dir, module.__name__)
+    issues, _calls = RECORDER.drain()
+    if number == 0:
+        issues = import_issues + issues
+    findings = [_finding(issue, entry, path, static_lines) for issue in issues]
+    if status == "no-inputs":
+        source_note = "declared inputs" if spec and spec["cases"] else "probes"
+        findings.append(Finding(
+            entry.location.path or path, entry.location.line, entry.location.column, CG130,
+            f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
+            function=entry.location.qualname,
+        ).to_json())
+    return {"findings": findings, "used": used, "status": status, "rejected": rejected[:3]}
 
 
 def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) -> dict[str, Any]:

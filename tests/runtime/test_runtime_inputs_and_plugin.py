@@ -106,9 +106,9 @@ def _plugin_args() -> list[str]:
     return [] if registered else ["-p", "runtime_check.pytest_plugin"]
 
 
-def _run_suite(option: str, make_env) -> subprocess.CompletedProcess[str]:
+def _run_suite(option: str, make_env, *more: str) -> subprocess.CompletedProcess[str]:
     suite = FIXTURES / "plugin_suite"
-    return subprocess.run([sys.executable, "-m", "pytest", *_plugin_args(), "-q", "-p", "no:cacheprovider", option],
+    return subprocess.run([sys.executable, "-m", "pytest", *_plugin_args(), "-q", "-p", "no:cacheprovider", option, *more],
                           cwd=suite, env=make_env(), capture_output=True, text=True, timeout=300)
 
 
@@ -134,7 +134,7 @@ def test_plugin_reports_in_terminal_summary_and_fails(suite_fail):
 
 
 def test_plugin_warn_mode_only_reports(make_env):
-    completed = _run_suite("--cg-runtime-check=warn", make_env)
+    completed = _run_suite("--cg-runtime-check", make_env, "--cg-runtime-check-mode=warn")
     assert completed.returncode == 0, completed.stdout[-3000:]
     assert "CG101 'summed_grad'" in completed.stdout
     assert "reported only" in completed.stdout
