@@ -162,6 +162,9 @@ class Entry:
     names: list[str]
     problem: str | None = None
     definitions: list[StaticDef] = field(default_factory=list)
+    kind: str = "function"  # function | method | layer | factory
+    body_qualname: str | None = None  # the def whose body says what the inputs are
+    callee: str | None = None  # the name callers use, for call sites with literal shapes
 
 
 def _is_keras_layer(cls: type) -> bool:
@@ -242,6 +245,7 @@ def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dic
                 layer_name = ".".join(parts[:-1])
                 names, _ = _required_positional(cls.call)
                 add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
+                entries[layer_name].kind = "layer"
             else:
                 names, varargs = _required_positional(member)
                 method = parts[-1]
@@ -253,6 +257,7 @@ def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dic
             if _is_keras_layer(member):
                 names, _ = _required_positional(member.call)
                 add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
+                entries[top].kind = "layer"
             elif callable(getattr(member, "__call__", None)):
                 names, _ = _required_positional(member.__call__)
                 add(top, loc, lambda: make_instance(member, init), names[1:], d)

@@ -112,8 +112,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
     from .discover import CannotCall, entries_for, static_definitions
     from .exercise import Exerciser
     from .issues import RECORDER
-    from .probes import synthesized
-    from .specs import build_input_sets
+    from .inputs.plan import input_sets
 
     try:
         source = Path(path).read_text(encoding="utf-8")
@@ -161,12 +160,12 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
             status, why = "no-inputs", entry.problem
         else:
             names = entry.names
-            sets = build_input_sets(spec["cases"], names) if spec and spec["cases"] else synthesized(names)
             exerciser = Exerciser(entry.make, names, entry.location, options)
             try:
+                sets, why = input_sets(entry, names, spec, path)
                 outcome = exerciser.run(sets)
                 used, rejected = outcome.used, outcome.rejected
-                why = "; ".join(rejected[:2]) if rejected else "no input was accepted"
+                why = why or ("; ".join(rejected[:2]) if rejected else "no input was accepted")
             except CannotCall as exc:
                 why = str(exc)
             if not used:
@@ -178,7 +177,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
             issues = import_issues + issues
         findings = [_finding(issue, entry, path, static_lines) for issue in issues]
         if status == "no-inputs":
-            source_note = "declared inputs" if spec and spec["cases"] else "probes"
+            source_note = "declared inputs" if spec and spec["cases"] else "searched without configuration"
             findings.append({
                 "path": entry.location.path or path, "line": entry.location.line, "column": entry.location.column,
                 "code": "CG130", "function": entry.location.qualname, "mode": None,
