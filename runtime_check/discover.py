@@ -185,13 +185,84 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
     return required, varargs
 
 
+# a value for a required argument nobody declared, by annotation; unannotated ones get a small int
+# (units, filters, heads: what layer constructors mostly require)
+_ANNOTATED = {"int": 3, "float": 0.5, "bool": False}
+
+
+def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool) -> dict[str, Any]:
+    """``given`` plus a value for every other required parameter, from its annotation."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return dict(given)
+    if skip_first and params:
+        params = params[1:]
+    out = dict(given)
+    for p in params:
+        if p.name in out or p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+        if annotation and annotation not in _ANNOTATED:
+            raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({annotation}); "
+                             "declare `init` for it in [tool.cg_lint.runtime]")
+        out[p.name] = _ANNOTATED.get(annotation, 3)
+    return out
+
+
 def make_instance(cls: type, init: dict[str, Any]) -> Any:
-    required, _ = _required_positional(cls.__init__)
-    missing = [name for name in required[1:] if name not in init]
-    if missing:
-        raise CannotCall(f"cannot construct {cls.__name__}: __init__ requires {', '.join(missing)} "
-                         "(declare `init` for it in [tool.cg_lint.runtime])")
-    return cls(**init)
+    arguments = filled_arguments(cls.__init__, init, skip_first=True)
+    try:
+        return cls(**arguments)
+    except Exception as exc:
+        guessed = sorted(set(arguments) - set(init))
+        if not guessed:
+            raise
+        raise CannotCall(f"cannot construct {cls.__name__} with {', '.join(f'{k}={arguments[k]!r}' for k in guessed)}"
+                         f" ({type(exc).__name__}); declare `init` for it in [tool.cg_lint.runtime]") from None
+
+
+def returns_inner(path: str, outer: str, inner: str) -> bool:
+    """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it."""
+    import ast as _ast
+
+    from .inputs.hints import find_function
+
+    try:
+        tree = _ast.parse(open(path, encoding="utf-8").read())
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return False
+    function = find_function(tree, outer)
+    if function is None:
+        return False
+    bound = {inner}
+    for node in _ast.walk(function):
+        if isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call) and \
+                any(isinstance(a, _ast.Name) and a.id == inner for a in node.value.args):
+            bound.update(t.id for t in node.targets if isinstance(t, _ast.Name))
+    return any(isinstance(node, _ast.Return) and isinstance(node.value, _ast.Name) and node.value.id in bound
+               for node in _ast.walk(function))
+
+
+def _factory_entry(module: ModuleType, path: str, d: StaticDef, init: dict[str, Any]) -> Entry | None:
+    """A custom gradient made by a factory: call the factory with its defaults (or declared arguments)."""
+    top = d.qualname.split(".<locals>")[0]
+    if "." in top or ".<locals>." not in d.qualname or d.qualname.count(".<locals>.") != 1:
+        return None
+    factory = getattr(module, top, None)
+    if not callable(factory) or isinstance(factory, type) or not returns_inner(path, top, d.name):
+        return None
+
+    def make() -> Callable[..., Any]:
+        arguments = filled_arguments(factory, init, skip_first=False)
+        made = factory(**arguments)
+        if not callable(made):
+            raise CannotCall(f"'{top}' did not return a function")
+        return made
+
+    names = list(d.inputs) or ["x"]
+    location = DefInfo(d.qualname, module.__name__, path, d.line, d.column)
+    return Entry(d.qualname, location, make, names, None, [d], "factory", d.qualname, d.name)
 
 
 def _resolve(module: ModuleType, dotted: str) -> Any:
@@ -270,6 +341,11 @@ def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dic
 
     for d in sorted(defs, key=lambda d: (d.line, d.column)):
         top = d.qualname.split(".<locals>")[0]
+        factory = _factory_entry(module, path, d, inits.get(d.qualname) or inits.get(top) or {}) \
+            if d.qualname != top else None
+        if factory is not None:
+            entries.setdefault(factory.qualname, factory)
+            continue
         add_target(top, location(d), d)
 
     # Anything decorated at import time that the source scan missed (generated code, aliases).

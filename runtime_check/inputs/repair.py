@@ -65,6 +65,8 @@ def _reshaped(candidate: Candidate, a: tuple[int, ...], b: tuple[int, ...]) -> l
     out: list[Candidate] = []
     for source, target in ((b, a), (a, b)):
         for index in _having(candidate, source):
+            if len(source) > len(target) > 0:  # keep the rank, match the trailing dims
+                out.append(_with_shape(candidate, index, source[: len(source) - len(target)] + target))
             if len(source) <= len(target) and len(source) > 0:
                 out.append(_with_shape(candidate, index, target[len(target) - len(source):]))
             out.append(_with_shape(candidate, index, target))

@@ -93,7 +93,7 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
                 continue
             # Beyond the first, only inputs that ran as written: repairs of later candidates would
             # re-derive the first one's structure with arbitrary extra dimensions.
-            if direct or not found.accepted:
+            if direct or not found.accepted or _batched(found.accepted[0], candidate):
                 found.accepted.append(candidate)
         if found.accepted:
             break
@@ -113,6 +113,12 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
     else:
         found.reason = "no candidate inputs"
     return found
+
+
+def _batched(first: Candidate, later: Candidate) -> bool:
+    """``later`` is ``first`` with the same number of extra dimensions on every tensor parameter."""
+    deltas = {len(b.shape) - len(a.shape) for a, b in zip(first, later) if a.kind == "tensor" and b.kind == "tensor"}
+    return len(deltas) == 1 and deltas.pop() > 0
 
 
 def _summary(reasons: list[str], tries: int) -> str:
