@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cg_lint.builder import FileIndex, ModelBuilder
+from cg_lint import prefilter
+from cg_lint.analyses.variable_reads import add_variable_reads
 from cg_lint.config import Settings
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.gc_pause import gc_paused
-from cg_lint.sources import decode
-from cg_lint.names import module_name_for
+from cg_lint.model.builder import ModelBuilder
 from cg_lint.noqa import is_suppressed
 from cg_lint.parse_cache import parse_with_cache
-from cg_lint import prefilter
+from cg_lint.prefilter.lines import Layout
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
+from cg_lint.sources import decode
+from cg_lint.syntax.index import FileIndex
 
 if TYPE_CHECKING:
     import ast
@@ -116,13 +118,14 @@ def build_context(module: cst.Module, text: str, path: str, settings: Settings,
                   members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> LintContext:
     """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced
     (``line_map``: the original line of each of its lines, when empty lines were dropped)."""
-    module_name = module_name_for(path)
-    lines = prefilter.split_lines(parsed_text if parsed_text is not None else text) if starts else None
-    index = FileIndex(module, module_name, path.endswith("__init__.py"), settings.decorators, starts, lines, members,
-                      line_map)
-    builder = ModelBuilder(index)
-    records = builder.build()
-    return LintContext(path=path, lines=text.splitlines(), index=index, builder=builder, records=records)
+    layout = None
+    if starts:
+        source_lines = prefilter.split_lines(parsed_text if parsed_text is not None else text)
+        layout = Layout(starts, source_lines, members, line_map)
+    index = FileIndex(module, path, settings.decorators, layout)
+    records = ModelBuilder(index).build()
+    add_variable_reads(index, records)
+    return LintContext(path=path, index=index, records=records)
 
 
 def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,

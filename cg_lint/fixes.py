@@ -1,7 +1,8 @@
 """Apply the ``Fix``es that rules attach to findings, the way ``ruff --fix`` does.
 
 A rule offers a fix by passing ``fix=Fix(title, (Edit(...),), safe=...)`` to ``Rule.finding``
-(and setting ``fixable = True``); nothing here knows about individual rules. :func:`fix_source`
+(and setting ``fixable = True``; ``cg_lint.rules.edits`` builds the edits); nothing here knows
+about individual rules. :func:`fix_source`
 lints, applies every applicable non-overlapping fix, re-lints and repeats until no applicable fix
 is left (fixes that overlapped one applied in the same pass get their turn in the next pass).
 
@@ -17,39 +18,14 @@ import tokenize
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import libcst as cst
-
-from cg_lint.findings import Edit, FileError, Finding, Fix
+from cg_lint.engine import lint_source
+from cg_lint.findings import FileError, Finding, Fix
 from cg_lint.sources import decode
 
 MAX_ITERATIONS = 10
 # libcst ends lines at \r\n, \r or \n only (str.splitlines also splits at \f, \x1c, \u2028, ...)
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
-
-
-# --- helpers for rules that build fixes ------------------------------------------------------
-
-def node_code(node: cst.CSTNode) -> str:
-    """Source text of a (possibly new) node."""
-    return cst.Module(body=[]).code_for_node(node)
-
-
-def replace_node(index, node: cst.CSTNode, replacement: str | cst.CSTNode) -> Edit:
-    """An edit replacing ``node``'s text; ``index`` is the rule context's ``ctx.index``."""
-    (l1, c1), (l2, c2) = index.position(node), index.end_position(node)
-    text = replacement if isinstance(replacement, str) else node_code(replacement)
-    return Edit(l1, c1, l2, c2, text)
-
-
-def insert_before(index, node: cst.CSTNode, text: str) -> Edit:
-    line, column = index.position(node)
-    return Edit(line, column, line, column, text)
-
-
-def insert_after(index, node: cst.CSTNode, text: str) -> Edit:
-    line, column = index.end_position(node)
-    return Edit(line, column, line, column, text)
 
 
 # --- applying edits to text ------------------------------------------------------------------
@@ -144,8 +120,6 @@ class FixOutcome:
 def fix_source(text: str, path: str, settings=None, unsafe: bool = False, apply_noqa: bool = True,
                max_iterations: int = MAX_ITERATIONS) -> FixOutcome:
     """Lint, fix, re-lint until no applicable fix is left. Never returns text that fails to parse."""
-    from cg_lint.engine import lint_source  # the engine imports the rules, which import this module
-
     outcome = FixOutcome(path, text, text)
     result = lint_source(text, path, settings, apply_noqa=apply_noqa)
     if result.error is not None:

@@ -99,7 +99,7 @@ def test_noqa_findings_are_not_fixed():
 def test_edit_helpers_locate_nodes_like_the_rules_do():
     from cg_lint.config import Settings
     from cg_lint.engine import build_context
-    from cg_lint.fixes import insert_after, insert_before, node_code, replace_node
+    from cg_lint.rules.edits import insert_after, insert_before, node_code, replace_node
 
     ctx = build_context(cst.parse_module(BROKEN), BROKEN, "m.py", Settings())
     (record,) = ctx.records

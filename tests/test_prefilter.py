@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from cg_lint import prefilter
-from cg_lint.builder import FileIndex
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source
-from cg_lint.positions import compute_ranges
+from cg_lint.prefilter.lines import Layout
 from cg_lint.prefilter.mentions import only_mentions
 from cg_lint.rules import ALL_RULES
+from cg_lint.syntax.index import FileIndex
+from cg_lint.syntax.positions import compute_ranges
 
 DATA = Path(__file__).parent / "data"
 ALL = Settings(select=("ALL",))
@@ -406,8 +407,8 @@ def test_positions_match_libcst() -> None:
                 expected = {id(n): (r.start.line, r.start.column, r.end.line, r.end.column) for n, r in reference.items()}
                 assert compute_ranges(module) == expected
                 for order in (1, -1):  # per statement / per member, whichever is asked first
-                    index = FileIndex(module, None, False, frozenset(), plan.starts,
-                                      prefilter.split_lines(plan.text), plan.members)
+                    layout = Layout(plan.starts, prefilter.split_lines(plan.text), plan.members)
+                    index = FileIndex(module, layout=layout)
                     for node in index.nodes[1:][::order]:
                         assert index._range(node) == expected.get(id(node)), (name, type(node).__name__)
 

@@ -6,6 +6,7 @@ import ast
 import bisect
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
@@ -13,6 +14,22 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, split the way Python's tokenizer does (not on form feeds etc.)."""
     return _LINE.findall(text)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the text libcst parsed sits in the file, so positions can be computed per statement.
+
+    ``statement_starts``: first line of each top-level statement (``a = 1; b = 2`` is one);
+    ``source_lines``: the parsed text split with its line endings; ``member_starts``: first lines of
+    the body statements of top-level classes, by the class's first line; ``line_map``: the file's
+    line of each parsed line, when empty lines were dropped before parsing.
+    """
+
+    statement_starts: list[int]
+    source_lines: list[str]
+    member_starts: dict[int, list[int]] | None = None
+    line_map: list[int] | None = None
 
 
 class Lines:

@@ -6,11 +6,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cg_lint.arity import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.analyses.counting import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.analyses.leaves import Counter
 from cg_lint.findings import Edit, Finding, Fix
-from cg_lint.model import CustomGradient, ForwardReturn
-from cg_lint.rules.base import LintContext, Rule, plural
-from cg_lint.values import Counter, describe, literal_binding
+from cg_lint.model.records import CustomGradient, ForwardReturn
+from cg_lint.rules.base import LintContext, Rule, describe, plural
+from cg_lint.syntax.environments import literal_binding
 
 
 class ForwardReturnNotPair(Rule):
@@ -144,7 +145,7 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
-            env = ctx.builder.env_for(record.node)
+            env = ctx.index.env_for(record.node)
             own = set(record.signature.all_names())
             for fr in record.returns:
                 message, fix = self._problem(ctx, record, fr, env, own)
@@ -300,7 +301,7 @@ class Layer:
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         seen = set()
         for record in ctx.records:
-            counter = Counter(ctx.builder.env_for(record.node), ctx.index.qualnames, record.structured_params)
+            counter = Counter(ctx.index.env_for(record.node), ctx.index.qualnames, record.structured_params)
             for fr in record.returns:
                 grad = fr.grad
                 if grad is None or fr.outputs is None:
@@ -500,11 +501,11 @@ def f(x, y):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
-            expected = expected_inputs(record, ctx.builder)
+            expected = expected_inputs(record, ctx.index)
             if expected is None or not record.grads:
                 continue
             for grad in record.grads:
-                counter = grad_counter(record, grad, ctx.builder)
+                counter = grad_counter(record, grad, ctx.index)
                 for site in grad.returns:
                     counts = returned_counts(grad, site, counter)
                     if not counts or any(expected.accepts(n) for n in counts):

@@ -9,9 +9,9 @@ from typing import ClassVar
 
 import libcst as cst
 
-from cg_lint.builder import FileIndex, ModelBuilder
 from cg_lint.findings import Finding, Fix
-from cg_lint.model import CustomGradient
+from cg_lint.model.records import CustomGradient
+from cg_lint.syntax.index import FileIndex
 
 # `# expect: CG003` at the end of a line of an INVALID example marks where a finding must be.
 EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>CG\d+(?:\s*,\s*CG\d+)*)")
@@ -19,10 +19,11 @@ EXPECT = re.compile(r"#\s*expect:\s*(?P<codes>CG\d+(?:\s*,\s*CG\d+)*)")
 
 @dataclass
 class LintContext:
+    """What every rule reads: the file's index and its custom-gradient records (``path`` only
+    names the file in findings)."""
+
     path: str
-    lines: list[str]
     index: FileIndex
-    builder: ModelBuilder
     records: list[CustomGradient]
 
     @property
@@ -81,3 +82,13 @@ def expected_lines(source: str) -> Iterator[tuple[int, str]]:
 
 def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def describe(expr: cst.BaseExpression) -> str:
+    """Short source text of an expression, for messages."""
+    try:
+        text = cst.Module(body=[]).code_for_node(expr)
+    except Exception:  # pragma: no cover - code generation does not fail on parsed nodes
+        return "..."
+    text = " ".join(text.split())
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.tensors import statement_of
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule
-from cg_lint.tensors import statement_of
 
 
 class KeywordArguments(Rule):

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.leaves import call_name
+from cg_lint.analyses.tensors import Tensors, bodies, body_nodes, python_value_uses, statement_of
 from cg_lint.findings import Finding
-from cg_lint.model import CustomGradient, FuncNode
-from cg_lint.rules.base import LintContext, Rule
-from cg_lint.tensors import Tensors, body_nodes, bodies, python_value_uses, statement_of
-from cg_lint.values import call_name, describe
+from cg_lint.model.records import CustomGradient, FuncNode
+from cg_lint.rules.base import LintContext, Rule, describe
 
 _GRAPH = "under tf.function"
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"

@@ -1,7 +1,7 @@
 """Variables rules: the `variables=` contract of grad when the forward reads trainable variables.
 
-Which variables a forward or grad reads is decided once, in ``cg_lint.variables`` (through the
-builder); these rules only read ``record.variable_reads`` and ``grad.variable_reads``.
+Which variables a forward or grad reads is decided once, in ``cg_lint.analyses.variable_reads``
+(before any rule runs); these rules only read ``record.variable_reads`` and ``grad.variable_reads``.
 """
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.leaves import call_name
+from cg_lint.analyses.tensors import Tensors, statement_of
 from cg_lint.findings import Finding, Fix
-from cg_lint.fixes import insert_after, replace_node
-from cg_lint.model import CustomGradient, GradFn, VariableRead
-from cg_lint.rules.base import LintContext, Rule, plural
-from cg_lint.tensors import Tensors, statement_of
-from cg_lint.values import call_name, describe, literal_binding
+from cg_lint.model.records import CustomGradient, GradFn, VariableRead
+from cg_lint.rules.base import LintContext, Rule, describe, plural
+from cg_lint.rules.edits import insert_after, replace_node
+from cg_lint.syntax.environments import literal_binding
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
           "layer": "Keras layer with weights"}

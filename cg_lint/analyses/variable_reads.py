@@ -11,6 +11,7 @@ requires grad to accept ``variables``. We recognise the common spellings:
 
 ``trainable=False`` variables are not watched by TF and are skipped, as are variables that callers
 pass in positionally (TF subtracts inputs from ``variables``). Unknown means "not a variable".
+``add_variable_reads`` fills the records' ``variable_reads`` once per file, before any rule runs.
 """
 
 from __future__ import annotations
@@ -18,15 +19,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from cg_lint.model import CustomGradient, FuncNode, VariableRead
-from cg_lint.values import Unknown, call_name, children, function_nodes
-
-if TYPE_CHECKING:  # the builder imports this module
-    from cg_lint.builder import FileIndex
+from cg_lint.analyses.leaves import call_name
+from cg_lint.model.records import CustomGradient, FuncNode, VariableRead
+from cg_lint.syntax.environments import Unknown
+from cg_lint.syntax.index import FileIndex
+from cg_lint.syntax.walk import children, function_nodes
 
 VARIABLE_CONSTRUCTORS = frozenset({
     "tensorflow.Variable", "tensorflow.compat.v1.Variable", "tensorflow.compat.v2.Variable",
@@ -319,3 +319,13 @@ def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
         if type(node) is cst.ClassDef:
             continue
         stack.extend(children(node))
+
+
+def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:
+    """The one place that decides which variables each forward and grad reads."""
+    forward_finder = VariableFinder(index, trainable_only=True)
+    grad_finder = VariableFinder(index, trainable_only=False)
+    for record in records:
+        record.variable_reads = forward_finder.reads(record.node, record)
+        for grad in record.grads:
+            grad.variable_reads = grad_finder.reads(grad.node, record, created_ok=False)

@@ -16,9 +16,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cg_lint.builder import FileIndex
-from cg_lint.model import CustomGradient, FuncNode
-from cg_lint.values import SCOPES, Env, Unknown, call_name, children, function_nodes
+from cg_lint.analyses.leaves import call_name
+from cg_lint.model.records import CustomGradient, FuncNode
+from cg_lint.syntax.environments import Env, Unknown
+from cg_lint.syntax.index import FileIndex
+from cg_lint.syntax.walk import SCOPES, children, function_nodes
 
 # Attributes of a tensor that are Python values, known while tracing.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "name", "device", "graph", "op", "value_index",
@@ -138,7 +140,7 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
     cached = index.memo.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
-    own = function_nodes(func)  # kept across analyses of unchanged code (cg_lint.values)
+    own = function_nodes(func)  # kept across analyses of unchanged code (cg_lint.syntax.walk)
     if not any(type(node) in _SKIPPABLE for node in own):  # nothing to skip: the same nodes
         index.memo[key] = own
         return own

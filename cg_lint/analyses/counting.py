@@ -6,9 +6,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cg_lint.builder import ModelBuilder
-from cg_lint.model import CallSite, CustomGradient, GradFn, ReturnSite
-from cg_lint.values import Counter, Env, is_tensor_op_call
+from cg_lint.analyses.leaves import Counter, is_tensor_op_call
+from cg_lint.model.records import CallSite, CustomGradient, GradFn, ReturnSite
+from cg_lint.syntax.environments import Env
+from cg_lint.syntax.index import FileIndex
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class Expected:
         return n >= self.low and (self.high is None or n <= self.high)
 
 
-def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected | None:
+def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None:
     """The number of flattened positional inputs, or None when it cannot be known."""
     sig = record.signature
     exact: set[int] = set()
@@ -41,9 +42,9 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
         if site.has_star:
             exact = set()
             break
-        caller = _enclosing_func(builder, site.node)
-        env = builder.env_for(caller) if caller is not None else Env()
-        counter = Counter(env, builder.ix.qualnames)
+        caller = _enclosing_func(index, site.node)
+        env = index.env_for(caller) if caller is not None else Env()
+        counter = Counter(env, index.qualnames)
         total: int | None = 0
         for i, arg in enumerate(site.positional):
             if type(arg.value) in (cst.List, cst.Tuple):
@@ -70,12 +71,12 @@ def expected_inputs(record: CustomGradient, builder: ModelBuilder) -> Expected |
     return Expected(required, None if unbounded else len(sig.positional))
 
 
-def _enclosing_func(builder: ModelBuilder, node: cst.CSTNode):
-    return builder.ix.enclosing(node, (cst.FunctionDef, cst.Lambda))
+def _enclosing_func(index: FileIndex, node: cst.CSTNode):
+    return index.enclosing(node, (cst.FunctionDef, cst.Lambda))
 
 
-def grad_counter(record: CustomGradient, grad: GradFn, builder: ModelBuilder) -> Counter:
-    return Counter(builder.env_for(grad.node), builder.ix.qualnames, record.structured_params)
+def grad_counter(record: CustomGradient, grad: GradFn, index: FileIndex) -> Counter:
+    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params)
 
 
 def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int] | None:

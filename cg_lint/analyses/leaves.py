@@ -1,0 +1,189 @@
+"""How many gradient leaves an expression flattens to, and which calls are single-tensor TF ops.
+
+Deliberately small and conservative: every answer is "known" or ``None`` (unknown), and rules stay
+silent on ``None``. TF flattens returned structures with ``nest.flatten``, so ``((dx,), [dy])`` is 2
+leaves and ``None`` is one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Set as AbstractSet
+
+import libcst as cst
+
+from cg_lint.syntax.environments import Env, Unknown
+
+QualNames = Callable[[cst.CSTNode], AbstractSet[str]]
+
+# Calls of TF that return several tensors, a structure, or a callable: never "one leaf".
+_NON_LEAF_TF_CALLS = frozenset(
+    {
+        "split", "unstack", "meshgrid", "unique", "unique_with_counts", "moments",
+        "weighted_moments", "eig", "eigh", "svd", "qr", "lu", "gradients", "gradient",
+        "while_loop", "map_fn", "cond", "case", "switch_case", "py_function", "numpy_function",
+        "py_func", "vectorized_map", "scan", "foldl", "foldr", "top_k", "dynamic_partition",
+        "identity_n", "jacobian", "batch_jacobian", "shape_n", "broadcast_gradient_args",
+        "function", "custom_gradient", "recompute_grad", "grad_pass_through", "Variable",
+        "GradientTape", "name_scope", "device", "control_dependencies", "map_structure",
+        "flatten", "pack_sequence_as", "nest", "tuple", "group", "partial", "make_decorator",
+        "sufficient_statistics", "normalize_moments", "fused_batch_norm", "nce_loss",
+        "ctc_greedy_decoder", "ctc_beam_search_decoder", "matrix_solve_ls", "tensor_list",
+    }
+)
+_TENSOR_MODULE_PREFIXES = ("tensorflow.", "keras.ops.", "keras.src.ops.", "keras.src.backend.")
+
+
+def call_name(node: cst.Call, qualnames: QualNames) -> str | None:
+    """The resolved qualified name of a call's callee (one of them, if several)."""
+    if type(node.func) is cst.Call:
+        return None
+    names = qualnames(node.func)
+    if names:
+        return sorted(names)[0]
+    return cst.helpers.get_full_name_for_node(node.func)
+
+
+def is_tf_name(name: str | None) -> bool:
+    return bool(name) and name.startswith(_TENSOR_MODULE_PREFIXES)
+
+
+def is_tensor_op_call(node: cst.BaseExpression, qualnames: QualNames) -> bool:
+    """A call of a TF/Keras op that returns a single tensor."""
+    if type(node) is not cst.Call:
+        return False
+    name = call_name(node, qualnames)
+    if not is_tf_name(name):
+        return False
+    parts = name.split(".")
+    return not any(part in _NON_LEAF_TF_CALLS for part in parts[1:]) and "nest" not in parts
+
+
+class Counter:
+    """Counts flattened leaves of expressions inside one function (with its enclosing envs)."""
+
+    def __init__(self, env: Env, qualnames: QualNames, structured: set[str] = frozenset()) -> None:
+        self.env = env
+        self.qualnames = qualnames
+        self.structured = structured
+        self._active: set[str] = set()
+
+    def count(self, expr: cst.BaseExpression | None, whole: bool = True) -> int | None:
+        """Leaves of ``expr``; ``whole`` is False for an element of a literal tuple/list, where a
+        bare name or call is assumed to be one tensor."""
+        if expr is None:
+            return 1
+        if type(expr) in (cst.Tuple, cst.List):
+            total = 0
+            for element in expr.elements:
+                if type(element) is cst.StarredElement:
+                    c = self._sequence_len(element.value)
+                else:
+                    c = self.count(element.value, whole=False)
+                if c is None:
+                    return None
+                total += c
+            return total
+        if type(expr) is cst.Dict:
+            total = 0
+            for element in expr.elements:
+                if type(element) is cst.StarredDictElement:
+                    return None
+                c = self.count(element.value, whole=False)
+                if c is None:
+                    return None
+                total += c
+            return total
+        if type(expr) is cst.Name:
+            return self._count_name(expr.value, whole)
+        if type(expr) is cst.BinaryOperation:
+            if self._is_sequence(expr.left) or self._is_sequence(expr.right):
+                return self._sequence_len(expr)
+            return 1
+        if type(expr) is cst.IfExp:
+            a, b = self.count(expr.body, whole), self.count(expr.orelse, whole)
+            return a if a == b else None
+        if type(expr) in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
+            return None
+        if type(expr) is cst.Call:
+            callee = call_name(expr, self.qualnames)
+            if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
+                return None
+            if is_tensor_op_call(expr, self.qualnames):
+                return 1
+            return None if whole else 1
+        if type(expr) in (cst.Subscript, cst.Attribute, cst.BooleanOperation, cst.Await):
+            return None if whole else 1
+        if isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
+            return 1
+        return None if whole else 1
+
+    def _count_name(self, name: str, whole: bool) -> int | None:
+        if name == "None":
+            return 1
+        if name in self.structured:
+            return None
+        if name in self._active:
+            return None
+        values = self.env.lookup(name)
+        if values is None:  # a global or closure we did not model
+            return None if whole else 1
+        if not values:  # a parameter
+            return 1
+        counts = set()
+        self._active.add(name)
+        try:
+            for value in values:
+                if isinstance(value, Unknown):
+                    counts.add(None if whole else 1)
+                elif type(value) in (cst.FunctionDef, cst.ClassDef):
+                    counts.add(1)
+                else:
+                    counts.add(self.count(value, whole))
+        finally:
+            self._active.discard(name)
+        return counts.pop() if len(counts) == 1 else None
+
+    def _is_sequence(self, expr: cst.BaseExpression) -> bool:
+        if type(expr) in (cst.List, cst.Tuple, cst.ListComp):
+            return True
+        if type(expr) is cst.Call and call_name(expr, self.qualnames) in ("list", "tuple"):
+            return True
+        if type(expr) is cst.BinaryOperation:
+            return self._is_sequence(expr.left) or self._is_sequence(expr.right)
+        if type(expr) is cst.Name and expr.value not in self._active:
+            values = self.env.lookup(expr.value) or []
+            self._active.add(expr.value)
+            try:
+                return any(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef)) and self._is_sequence(v) for v in values)
+            finally:
+                self._active.discard(expr.value)
+        return False
+
+    def _sequence_len(self, expr: cst.BaseExpression) -> int | None:
+        """Length of a list/tuple-valued expression, if it is statically known."""
+        if type(expr) in (cst.List, cst.Tuple):
+            return self.count(expr, whole=True)
+        if type(expr) is cst.BinaryOperation:
+            if type(expr.operator) is cst.Add:
+                a, b = self._sequence_len(expr.left), self._sequence_len(expr.right)
+                return None if a is None or b is None else a + b
+            if type(expr.operator) is cst.Multiply:
+                for seq, times in ((expr.left, expr.right), (expr.right, expr.left)):
+                    if type(times) is cst.Integer and self._is_sequence(seq):
+                        n = self._sequence_len(seq)
+                        return None if n is None else n * int(times.value, 0)
+            return None
+        if type(expr) is cst.Name:
+            if expr.value in self._active:  # `grads = grads + [g]`: a length built at run time
+                return None
+            values = self.env.lookup(expr.value) or []
+            self._active.add(expr.value)
+            try:
+                lens = {
+                    self._sequence_len(v) if not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef)) else None
+                    for v in values
+                }
+            finally:
+                self._active.discard(expr.value)
+            return lens.pop() if len(lens) == 1 else None
+        return None
