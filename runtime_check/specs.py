@@ -12,7 +12,8 @@ Schema (every key optional; unknown keys are an error naming the key)::
     [tool.cg_lint.runtime.functions."pkg.module:Class.method"]
     inputs = [{shape = [4, 3], dtype = "float32"}, {value = 2}]   # one entry per positional input
     cases = [[{shape = [3]}], [{shape = [2, 3]}]]                  # or several input sets
-    init = {units = 4}                                             # constructor arguments of the class
+    init = {units = 4}                                             # constructor (or factory) arguments
+    ignore = ["CG104"]                                             # silence these codes for this function
 
 An input is ``{shape, dtype}`` (values are synthesized, mixed signs, not all ones), optionally with
 ``value`` (a number or nested list filling the tensor), or only ``value`` for a Python argument.
@@ -20,6 +21,7 @@ An input is ``{shape, dtype}`` (values are synthesized, mixed signs, not all one
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +33,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "functions"}
-FUNCTION_KEYS = {"inputs", "cases", "init"}
+FUNCTION_KEYS = {"inputs", "cases", "init", "ignore"}
 INPUT_KEYS = {"shape", "dtype", "value"}
 DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32",
           "int64", "uint8", "bool"}
@@ -111,7 +113,10 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
                 _input(item, where, f"{key}.inputs[{number}]")
         init = spec.get("init", {})
         _table(init, f"{where}: {key}.init")
-        config.functions[name] = {"cases": cases, "init": dict(init)}
+        ignore = spec.get("ignore", [])
+        if not isinstance(ignore, list) or not all(isinstance(c, str) and re.fullmatch(r"CG\d{0,3}", c) for c in ignore):
+            raise SpecError(f'{where}: {key}.ignore must be a list of codes or prefixes (e.g. ["CG104"])')
+        config.functions[name] = {"cases": cases, "init": dict(init), "ignore": list(ignore)}
     return config
 
 

@@ -113,6 +113,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
     from .exercise import Exerciser
     from .issues import RECORDER
     from .inputs.plan import input_sets
+    from .suppress import keep
 
     try:
         source = Path(path).read_text(encoding="utf-8")
@@ -183,6 +184,8 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
                 "code": "CG130", "function": entry.location.qualname, "mode": None,
                 "message": f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
             })
+        ignored = [*(spec or {}).get("ignore", []), *(spec_for(entry.location.qualname) or {}).get("ignore", [])]
+        findings = keep(findings, path, ignored)
         emit("result", id=entry_id, findings=findings, used=used, status=status,
              rejected=rejected[:3])
 
