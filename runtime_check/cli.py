@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also compare with a numerical gradient in float64 (for exact gradients)")
     parser.add_argument("--zero-upstream", action="store_true", default=None,
                         help="also check that grad returns zeros for a zero upstream")
+    parser.add_argument("--second-order", action="store_true", default=None,
+                        help="also check that grad is itself differentiable (Hessian-vector products)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
     parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint.runtime] from this file")
@@ -88,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         "numeric": bool(args.numeric if args.numeric is not None else config.numeric),
         "zero_upstream": bool(args.zero_upstream if args.zero_upstream is not None else config.zero_upstream),
         "magnitudes": config.magnitudes and not args.no_magnitudes,
+        "second_order": bool(args.second_order if args.second_order is not None else config.second_order),
     }
     timeout = args.timeout or config.timeout
     if not units:

@@ -27,6 +27,7 @@ class Options:
     numeric: bool = False
     zero_upstream: bool = False
     magnitudes: bool = True
+    second_order: bool = False
 
 
 class Rejected(Exception):
@@ -341,7 +342,21 @@ class Exerciser:
                 self.numeric_check(first_accepted)
             if self.options.zero_upstream:
                 self.zero_upstream_check(first_accepted)
+            if self.options.second_order:
+                self.second_order_check(first_accepted)
         return outcome
+
+    def second_order_check(self, accepted: InputSet) -> None:
+        from . import second_order
+
+        graph_mode = "tf.function(jit_compile=True)" if self.options.jit else "tf.function"
+        try:
+            fn = self.make_callable()
+        except Exception:
+            return
+        with labels(mode="eager", inputs=as_float64(accepted, self.names).label):
+            second_order.check(fn, accepted, lambda code, message, mode: self.record(code, message, mode),
+                               graph_mode)
 
 
 class _Failed(Exception):

@@ -8,6 +8,7 @@ Schema (every key optional; unknown keys are an error naming the key)::
     numeric = false         # numerical gradient check (for exact gradients)
     zero-upstream = false   # grad must vanish when its upstream does
     magnitudes = true       # probe ±100 and 0 for NaN/Inf gradients
+    second-order = false    # grad must itself be differentiable (Hessian-vector products)
 
     [tool.cg_lint.runtime.functions."pkg.module:Class.method"]
     inputs = [{shape = [4, 3], dtype = "float32"}, {value = 2}]   # one entry per positional input
@@ -32,7 +33,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "functions"}
+TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "second-order", "functions"}
 FUNCTION_KEYS = {"inputs", "cases", "init", "ignore"}
 INPUT_KEYS = {"shape", "dtype", "value"}
 DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32",
@@ -51,6 +52,7 @@ class RuntimeConfig:
     numeric: bool = False
     zero_upstream: bool = False
     magnitudes: bool = True
+    second_order: bool = False
     # "module:qualname" -> {"cases": [[input, ...], ...], "init": {...}}
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -90,7 +92,7 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
             raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds")
         config.timeout = float(value)
     for key, attribute in (("jit", "jit"), ("numeric", "numeric"), ("zero-upstream", "zero_upstream"),
-                           ("magnitudes", "magnitudes")):
+                           ("magnitudes", "magnitudes"), ("second-order", "second_order")):
         if key in section:
             if not isinstance(section[key], bool):
                 raise SpecError(f"{where}: {prefix}.{key} must be true or false")
