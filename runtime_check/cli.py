@@ -96,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
     if not units:
         if args.format == "json":
             print("[]")
+        elif args.format == "text":
+            print("no custom gradients found (no Python file mentions custom_gradient)")
         return EXIT_CLEAN
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
                         progress=runner.Progress())
@@ -108,6 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     output = format_findings(findings, args.format)
     if output:
         print(output)
+    if args.format == "text" and not result.entries and not findings:
+        print(f"no custom gradients found in {len(units)} module(s)")
     if args.format == "text" and result.entries:
         rows = []
         for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):

@@ -35,6 +35,7 @@ class EntryResult:
     status: str = "pending"  # checked | no-inputs | timeout | crash
     used: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)  # "path:qualname" of each custom gradient reached
 
 
 @dataclass
@@ -207,6 +208,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
             elif kind == "result":
                 entry = result.entries[event["id"]]
                 entry.status, entry.used, entry.findings = event["status"], event["used"], event["findings"]
+                entry.called = event.get("called", [])
                 skip_ids.add(event["id"])
                 current_id = None
                 progress.done += 1

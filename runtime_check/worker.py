@@ -173,7 +173,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
                 status = "no-inputs"
             elif plot_dir and len(names) == 1:
                 _plot(entry, names, exerciser, plot_dir, module.__name__)
-        issues, _calls = RECORDER.drain()
+        issues, calls = RECORDER.drain()
         if number == 0:
             issues = import_issues + issues
         findings = [_finding(issue, entry, path, static_lines) for issue in issues]
@@ -187,6 +187,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
         ignored = [*(spec or {}).get("ignore", []), *(spec_for(entry.location.qualname) or {}).get("ignore", [])]
         findings = keep(findings, path, ignored)
         emit("result", id=entry_id, findings=findings, used=used, status=status,
+             called=sorted({f"{c.path}:{c.qualname}" for c in calls}),
              rejected=rejected[:3])
 
 
