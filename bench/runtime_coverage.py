@@ -89,6 +89,12 @@ def population(packages: list[str]) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def _holds(entry, qualname: str, top: str) -> bool:
+    """The entry runtime-check calls to reach ``qualname``: itself, its outer function, its class."""
+    called_as = entry.id.split(":", 1)[1]
+    return entry.qualname == qualname or called_as in (qualname, top) or top.startswith(called_as + ".")
+
+
 _WHY = re.compile(r"no valid inputs found \((?:searched without configuration|declared inputs): (.*)\)$")
 
 
@@ -122,8 +128,7 @@ def main() -> int:
     for package, path, qualname, how in items:
         totals[package] += 1
         top = qualname.split(".<locals>")[0]
-        mine = [e for e in entries if os.path.abspath(e.path) == path and
-                (e.qualname == qualname or e.qualname.split(".<locals>")[0] == top or e.id.endswith(f":{top}"))]
+        mine = [e for e in entries if os.path.abspath(e.path) == path and _holds(e, qualname, top)]
         if how == "tf":
             done = f"{path}:{qualname}" in called_ok
         else:

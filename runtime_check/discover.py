@@ -190,8 +190,10 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
 _ANNOTATED = {"int": 3, "float": 0.5, "bool": False}
 
 
-def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool) -> dict[str, Any]:
-    """``given`` plus a value for every other required parameter, from its annotation."""
+def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool,
+                     callables: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+    """``given`` plus a value for every other required parameter, from its annotation (a function
+    for parameters the body calls)."""
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
@@ -201,6 +203,9 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
     out = dict(given)
     for p in params:
         if p.name in out or p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in callables:
+            out[p.name] = probe_function
             continue
         annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
         if annotation and annotation not in _ANNOTATED:
@@ -240,8 +245,39 @@ def returns_inner(path: str, outer: str, inner: str) -> bool:
         if isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call) and \
                 any(isinstance(a, _ast.Name) and a.id == inner for a in node.value.args):
             bound.update(t.id for t in node.targets if isinstance(t, _ast.Name))
-    return any(isinstance(node, _ast.Return) and isinstance(node.value, _ast.Name) and node.value.id in bound
-               for node in _ast.walk(function))
+    def returned(value: Any) -> bool:
+        if isinstance(value, _ast.Name):
+            return value.id in bound
+        # return make_decorator(f, inner), return functools.wraps(f)(inner)
+        return isinstance(value, _ast.Call) and (any(returned(a) for a in value.args) or returned(value.func))
+
+    return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
+
+
+def called_parameters(path: str, qualname: str) -> set[str]:
+    """Parameters of ``qualname`` that its body calls: they take a function."""
+    import ast as _ast
+
+    from .inputs.hints import find_function
+
+    try:
+        tree = _ast.parse(open(path, encoding="utf-8").read())
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return set()
+    function = find_function(tree, qualname)
+    if function is None:
+        return set()
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+    return {n.func.id for n in _ast.walk(function)
+            if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id in params}
+
+
+def probe_function(*args: Any, **kwargs: Any) -> Any:
+    """Passed for a parameter the body calls: differentiable, scales its first argument."""
+    import tensorflow as tf
+
+    first = args[0] if args else next(iter(kwargs.values()))
+    return tf.nest.map_structure(lambda t: t * 1.5 if tf.is_tensor(t) or isinstance(t, float) else t, first)
 
 
 def _factory_entry(module: ModuleType, path: str, d: StaticDef, init: dict[str, Any]) -> Entry | None:
@@ -253,8 +289,10 @@ def _factory_entry(module: ModuleType, path: str, d: StaticDef, init: dict[str, 
     if not callable(factory) or isinstance(factory, type) or not returns_inner(path, top, d.name):
         return None
 
+    callables = called_parameters(path, top)
+
     def make() -> Callable[..., Any]:
-        arguments = filled_arguments(factory, init, skip_first=False)
+        arguments = filled_arguments(factory, init, skip_first=False, callables=callables)
         made = factory(**arguments)
         if not callable(made):
             raise CannotCall(f"'{top}' did not return a function")

@@ -48,7 +48,9 @@ class Discovery:
 
 
 def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], facts: Facts,
-           sites: list[list[ArgSpec | None]], budget: int = BUDGET, want: int = WANT) -> Discovery:
+           sites: list[list[ArgSpec | None]], budget: int = BUDGET, want: int = WANT,
+           fatal: tuple[type[BaseException], ...] = ()) -> Discovery:
+    """``fatal`` exceptions (the entry cannot be called at all) end the search and propagate."""
     names = list(names)
     found = Discovery()
     from_sites: list[Candidate] = []
@@ -73,6 +75,8 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
             except Contract:
                 found.accepted.append(candidate)
                 break
+            except fatal:
+                raise
             except NotReached as why:
                 reasons.append(str(why))
                 continue

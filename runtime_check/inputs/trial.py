@@ -59,7 +59,9 @@ def discover(make_callable: Callable[[], Callable[..., Any]], names: Sequence[st
     """Input sets that run the forward, found without configuration, and how the search went."""
     names = list(names)
     facts, sites = facts_and_sites(path, qualname, names, callee)
-    found = search(attempt_with(make_callable), names, facts, sites)
+    from ..discover import CannotCall
+
+    found = search(attempt_with(make_callable), names, facts, sites, fatal=(CannotCall,))
     sets = []
     from .assign import materialize
 
