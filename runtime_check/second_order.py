@@ -16,7 +16,8 @@ edge of the domain) the forward is not twice differentiable there and nothing is
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf

@@ -14,7 +14,8 @@ import functools
 import linecache
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from cg_lint.config import ConfigError, Settings, load_settings
 from cg_lint.noqa import is_suppressed
@@ -43,9 +44,7 @@ def silenced(finding: dict[str, Any], settings: Settings | None, ignored: Iterab
         text = linecache.getline(str(path), int(finding["line"]))
         if text and is_suppressed(text, code):
             return True
-    if settings is not None and path and not runtime_settings(settings).is_enabled(code, str(path)):
-        return True
-    return False
+    return bool(settings is not None and path and not runtime_settings(settings).is_enabled(code, str(path)))
 
 
 def keep(findings: list[dict[str, Any]], path: str, ignored: Iterable[str] = ()) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ be used, and do not count.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 Shape = tuple[int, ...]
 

@@ -177,7 +177,8 @@ def _call(call: ast.Call, facts: Facts) -> None:
             if table is not None:
                 facts.bound[ids] = (table, axis)
         if table is not None:
-            facts.need_rank(table, _rank_of_axis(axis) if axis >= 0 else 1, f"table of {last}()")
+            # rows of a [vocabulary, features] table: rank 2 unless the axis needs more
+            facts.need_rank(table, max(2, _rank_of_axis(axis)) if axis >= 0 else 2, f"table of {last}()")
     elif last == "one_hot":
         ids = _name(_arg(call, 0, "indices"))
         if ids is not None:

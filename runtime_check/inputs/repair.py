@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Sequence
+from collections.abc import Sequence
 
 from .assign import Candidate, Slot, positive
 

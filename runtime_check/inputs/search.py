@@ -14,7 +14,8 @@ import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 from .assign import Candidate, describe, from_call_site, initial, key, materialize, with_dtype
 from .broadcast import broadcast_parameters, widened

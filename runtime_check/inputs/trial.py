@@ -6,7 +6,8 @@ checks proper run afterwards on the inputs found, eagerly and traced.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -46,7 +47,8 @@ def attempt_with(make_callable: Callable[[], Callable[..., Any]]) -> Callable[[l
             if callable(result) and not tf.is_tensor(result):
                 raise NotReached("it returns a function, not tensors")
             raise NotReached("no custom-gradient function was called")
-        outputs = [t for t in tf.nest.flatten(result) if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
+        outputs = [t for t in tf.nest.flatten(result)
+                   if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
         if not outputs:
             raise NotReached("no floating-point output")
         return Observation([tuple(o.shape) for o in outputs], variables)
