@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.tensors import statement_of
+from cg_lint.codes import CG008
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule
 
@@ -56,10 +57,7 @@ class KeywordArguments(Rule):
     `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
     """
 
-    code = "CG008"
-    name = "keyword-arguments"
-    title = "keyword arguments at a call of a custom-gradient function"
-    theme = "call-sites"
+    code = CG008
     VALID = (
         """
 import tensorflow as tf

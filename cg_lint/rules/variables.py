@@ -12,6 +12,7 @@ import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import Tensors, statement_of
+from cg_lint.codes import CG004, CG005, CG006, CG007, CG018
 from cg_lint.findings import Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -105,10 +106,7 @@ class MissingVariablesArgument(Rule):
     non-trainable.
     """
 
-    code = "CG004"
-    name = "missing-variables-argument"
-    title = "forward reads variables but grad does not accept 'variables'"
-    theme = "variables"
+    code = CG004
     fixable = True
     VALID = (
         """
@@ -348,10 +346,7 @@ class VariablesReturnNotPair(Rule):
     Only checked when the forward is known to read variables; returns built by helper calls are not.
     """
 
-    code = "CG005"
-    name = "variables-return-not-pair"
-    title = "grad takes variables but does not return (input_grads, variable_grads)"
-    theme = "variables"
+    code = CG005
     VALID = (
         """
 import tensorflow as tf
@@ -489,10 +484,7 @@ class VariableGradsNotList(Rule):
     Only checked when the forward is known to read variables.
     """
 
-    code = "CG006"
-    name = "variable-grads-not-list"
-    title = "variable gradients returned as a tuple"
-    theme = "variables"
+    code = CG006
     fixable = True
     VALID = (
         """
@@ -630,10 +622,7 @@ class PositionalVariableGrads(Rule):
     Lists built in a loop (`grads.append(...)`) in read order are not detected.
     """
 
-    code = "CG007"
-    name = "positional-variable-grads"
-    title = "variable gradients listed by position"
-    theme = "variables"
+    code = CG007
     VALID = (
         """
 import tensorflow as tf
@@ -772,10 +761,7 @@ class VariableReadInGrad(Rule):
     Reads through the `variables` argument, helper functions or containers are not flagged.
     """
 
-    code = "CG018"
-    name = "variable-read-in-grad"
-    title = "a tf.Variable is read inside grad"
-    theme = "variables"
+    code = CG018
     VALID = (
         """
 import tensorflow as tf
