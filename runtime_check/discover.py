@@ -118,7 +118,8 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
         if p.name in callables:
             out[p.name] = probe_function
             continue
-        annotation = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+        annotation = "" if p.annotation is p.empty else (
+            p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", ""))
         if annotation and annotation not in _ANNOTATED:
             raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({annotation}); "
                              "declare `init` for it in [tool.cg_lint.runtime]")
@@ -160,7 +161,7 @@ def returns_inner(path: str, outer: str, inner: str) -> bool:
         if isinstance(value, _ast.Name):
             return value.id in bound
         # return make_decorator(f, inner), return functools.wraps(f)(inner)
-        return isinstance(value, _ast.Call) and (any(returned(a) for a in value.args) or returned(value.func))
+        return isinstance(value, _ast.Call) and any(returned(a) for a in value.args)
 
     return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
 
