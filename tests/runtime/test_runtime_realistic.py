@@ -67,8 +67,8 @@ def test_correct_module_gets_no_finding_at_all(realistic, correct_text):
     out = correct_text.stdout
     assert correct_text.returncode == 0, out + correct_text.stderr
     rows = [ln for ln in out.splitlines() if ln.startswith("correct_ops.py:")]
-    assert len(rows) == 15 and all(ln.split()[1] == "ok" for ln in rows), out
-    assert out.rstrip().endswith("15 function(s) checked, 0 finding(s)")
+    assert len(rows) == 16 and all(ln.split()[1] == "ok" for ln in rows), out
+    assert out.rstrip().endswith("16 function(s) checked, 0 finding(s)")
 
 
 @pytest.mark.parametrize("function, inputs", [
@@ -89,3 +89,10 @@ def test_inputs_found_from_the_source_are_reported(correct_text, function, input
 def test_call_site_shapes_are_used(realistic):
     (finding,) = realistic.of("scale", "defective_ops.py")
     assert "inputs x: float32[4,3], w: float32[3]" in finding["message"]
+
+
+def test_a_module_without_custom_gradients_says_so_in_one_line(tmp_path: Path, cli):
+    (tmp_path / "plain.py").write_text("import tensorflow as tf\n\n\ndef double(x):\n    return 2 * x\n")
+    completed = cli("plain.py", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == ["no custom gradients found in 1 module(s)"]
