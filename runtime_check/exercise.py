@@ -30,6 +30,15 @@ class Options:
     second_order: bool = False
 
 
+# set by the worker: told when each probe starts, so the supervisor times probes, not functions
+PROGRESS: Callable[[str], None] | None = None
+
+
+def progress(what: str) -> None:
+    if PROGRESS is not None:
+        PROGRESS(what)
+
+
 class Rejected(Exception):
     """The callable does not accept this input (not a defect: try the next one)."""
 
@@ -179,6 +188,7 @@ class Exerciser:
                                     f"{first_line(str(exc))}")
             return False
         python_args = [a for a in inputs.args if not isinstance(a, np.ndarray)]
+        progress(f"eager probe with inputs {inputs.label}")
         with labels(mode="eager", inputs=inputs.label):
             try:
                 eager = self.eager(fn, inputs)
@@ -194,6 +204,7 @@ class Exerciser:
                 self._record_found(found, "eager")
                 eager = None
         outcome.used.append(inputs.label)
+        progress(f"{graph_mode} probe with inputs {inputs.label}")
         if eager is None:
             self._variables, self._upstream = [], []
             with labels(mode=graph_mode, inputs=inputs.label):
@@ -268,6 +279,7 @@ class Exerciser:
     # -- extra probes ------------------------------------------------------------------------------
 
     def magnitude_probes(self, accepted: InputSet) -> None:
+        progress("NaN/Inf magnitude probes")
         for value in MAGNITUDES:
             probe = with_magnitude(accepted, self.names, value)
             with labels(mode="eager", inputs=probe.label):
@@ -277,6 +289,7 @@ class Exerciser:
                     continue
 
     def numeric_check(self, accepted: InputSet) -> None:
+        progress("numerical gradient check")
         probe = as_float64(accepted, self.names)
         fn = self.make_callable()
         with labels(mode="eager", inputs=probe.label):
@@ -314,6 +327,7 @@ class Exerciser:
                             f"directional derivative {analytic:.6g} vs numerical {numeric:.6g}", "eager")
 
     def zero_upstream_check(self, accepted: InputSet) -> None:
+        progress("zero-upstream probe")
         with labels(mode="eager", inputs=accepted.label):
             try:
                 run = self.eager(self.make_callable(), accepted, zero_upstream=True)
@@ -347,6 +361,7 @@ class Exerciser:
         return outcome
 
     def second_order_check(self, accepted: InputSet) -> None:
+        progress("second-order check")
         from . import second_order
 
         graph_mode = "tf.function(jit_compile=True)" if self.options.jit else "tf.function"

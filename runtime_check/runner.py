@@ -143,6 +143,10 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
         child = _Child(job, env)
         current_unit: int | None = None
         current_id: str | None = None
+        # the probe in progress (what, since) and how many finished: the timeout is per probe, so a
+        # slow function is not taken for a stuck one, and a stuck one says where it stopped
+        probe: tuple[str, float] | None = None
+        probes_done, entry_started = 0, time.monotonic()
         deadline = time.monotonic() + IMPORT_TIMEOUT
         ended = False
         while not ended:
@@ -153,7 +157,10 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
                 if time.monotonic() < deadline:
                     continue
                 child.kill()
-                lost = ("timeout", "CG120", f"did not finish within {timeout:g} s (timed out; the process was stopped)",
+                stuck = " (timed out; the process was stopped)" if probe is None else (
+                    f": stuck in the {probe[0]} for {timeout:g} s ({probes_done} earlier probe(s) finished in "
+                    f"{probe[1] - entry_started:.1f} s; the process was stopped)")
+                lost = ("timeout", "CG120", f"did not finish within {timeout:g} s{stuck}",
                         f"did not finish within {IMPORT_TIMEOUT:g} s",
                         f"the checker process did not start within {IMPORT_TIMEOUT:g} s")
             else:
@@ -205,6 +212,11 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
                 progress.show("")
             elif kind == "start":
                 current_id = event["id"]
+                deadline = time.monotonic() + timeout
+                probe, probes_done, entry_started = None, 0, time.monotonic()
+            elif kind == "probe":
+                probes_done += probe is not None
+                probe = (event["what"], time.monotonic())
                 deadline = time.monotonic() + timeout
                 progress.show(result.entries[current_id].qualname)
             elif kind == "result":

@@ -116,6 +116,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
     from .discover import CannotCall, entries_for, static_definitions
     from .exercise import Exerciser
     from .issues import RECORDER
+    from . import exercise
     from .inputs.plan import input_sets
     from .suppress import keep
 
@@ -156,6 +157,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
         if entry_id in skip_ids:
             continue
         emit("start", id=entry_id)
+        exercise.PROGRESS = lambda what, entry_id=entry_id: emit("probe", id=entry_id, what=what)
         RECORDER.drain()
         used: list[str] = []
         rejected: list[str] = []

@@ -19,8 +19,14 @@ from .search import Contract, Discovery, NotReached, Observation, facts_and_site
 
 
 def attempt_with(make_callable: Callable[[], Callable[..., Any]]) -> Callable[[list[Any]], Observation]:
+    tries = [0]
+
     def attempt(args: list[Any]) -> Observation:
         from ..discover import CannotCall
+        from ..exercise import progress
+
+        tries[0] += 1
+        progress(f"search for inputs (try {tries[0]})")
 
         fn = make_callable()
         call_args = [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in args]
