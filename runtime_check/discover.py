@@ -231,7 +231,7 @@ def _builds_custom_gradient(obj: Any) -> bool:
 
 
 def decorated_by_builders(module: ModuleType, path: str, known: set[str]) -> list[Definition]:
-    """Module-level functions decorated with another module's custom-gradient builder."""
+    """Functions (module-level or nested) decorated with another module's custom-gradient builder."""
     import ast as _ast
 
     from .inputs.hints import dotted
@@ -241,8 +241,15 @@ def decorated_by_builders(module: ModuleType, path: str, known: set[str]) -> lis
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
         return []
     found = []
-    for node in tree.body:
-        if not isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)) or node.name in known:
+
+    def functions(body: list[Any], prefix: str) -> Any:
+        for node in body:
+            if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+                yield f"{prefix}{node.name}", node
+                yield from functions(node.body, f"{prefix}{node.name}.<locals>.")
+
+    for qualname, node in functions(tree.body, ""):
+        if qualname in known:
             continue
         for decorator in node.decorator_list:
             name = dotted(decorator.func if isinstance(decorator, _ast.Call) else decorator)
@@ -253,7 +260,8 @@ def decorated_by_builders(module: ModuleType, path: str, known: set[str]) -> lis
             if builder is not None and _builds_custom_gradient(builder):
                 args = node.args
                 inputs = tuple(a.arg for a in [*args.posonlyargs, *args.args])
-                found.append(Definition(node.name, node.name, node.lineno, node.col_offset + 5, "function", inputs,
+                kind = "nested" if "<locals>" in qualname else "function"
+                found.append(Definition(node.name, qualname, node.lineno, node.col_offset + 5, kind, inputs,
                                         args.vararg is not None))
                 break
     return found

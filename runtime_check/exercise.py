@@ -57,6 +57,10 @@ class Outcome:
     rejected: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def reject(self, why: str) -> None:
+        if why not in self.rejected:
+            self.rejected.append(why)
+
 
 def _same(a: Sequence[np.ndarray], b: Sequence[np.ndarray], rtol: float, atol: float) -> bool:
     return len(a) == len(b) and all(x.shape == y.shape and np.allclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
@@ -184,8 +188,7 @@ class Exerciser:
         except CannotCall:
             raise
         except Exception as exc:
-            outcome.rejected.append(f"{inputs.label}: setting up the call raised {type(exc).__name__}: "
-                                    f"{first_line(str(exc))}")
+            outcome.reject(f"setting up the call raised {type(exc).__name__}")
             return False
         python_args = [a for a in inputs.args if not isinstance(a, np.ndarray)]
         progress(f"eager probe with inputs {inputs.label}")
@@ -193,13 +196,12 @@ class Exerciser:
             try:
                 eager = self.eager(fn, inputs)
             except Rejected as why:
-                outcome.rejected.append(f"{inputs.label}: {why}")
+                outcome.reject(str(why))
                 return False
             except _Failed as failure:
                 found = classify(failure.exc, python_args)
                 if found is None:
-                    outcome.rejected.append(f"{inputs.label}: {failure.where} raised "
-                                            f"{type(failure.exc).__name__}: {first_line(str(failure.exc))}")
+                    outcome.reject(_in_our_words(failure))
                     return False
                 self._record_found(found, "eager")
                 eager = None
@@ -372,6 +374,15 @@ class Exerciser:
         with labels(mode="eager", inputs=as_float64(accepted, self.names).label):
             second_order.check(fn, accepted, lambda code, message, mode: self.record(code, message, mode),
                                graph_mode)
+
+
+def _in_our_words(failure: _Failed) -> str:
+    from .inputs.repair import short_reason
+
+    reason = short_reason(failure.exc)
+    if failure.where == "forward":
+        return reason
+    return f"the {failure.where} failed on inputs the forward accepts ({type(failure.exc).__name__})"
 
 
 class _Failed(Exception):

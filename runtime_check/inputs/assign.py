@@ -19,11 +19,12 @@ from .hints import ArgSpec, Facts
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 UNIFORM_SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3))
 PYTHON_DEFAULTS = {"int": 2, "float": 0.5, "bool": False}
+PYTHON_KINDS = frozenset({"int", "float", "bool", "callable", "shape"})  # not float tensors
 
 
 @dataclass(frozen=True)
 class Slot:
-    kind: str  # tensor | index | python
+    kind: str  # tensor | index | shape | python
     shape: tuple[int, ...] = ()
     dtype: str = "float32"
     value: Any = None
@@ -32,7 +33,7 @@ class Slot:
 
     def describe(self) -> str:
         if self.kind == "python":
-            return repr(self.value)
+            return getattr(self.value, "__name__", None) or repr(self.value)
         return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
 
 
@@ -57,6 +58,8 @@ def materialize(candidate: Candidate) -> list[Any]:
     for index, slot in enumerate(candidate):
         if slot.kind == "python":
             args.append(slot.value)
+        elif slot.kind == "shape":  # a 1-D integer shape, e.g. a sampler's sample shape
+            args.append(np.full(slot.shape, slot.value, dtype=slot.dtype))
         elif slot.kind == "index":
             count = int(np.prod(slot.shape)) if slot.shape else 1
             values = (np.arange(count) * 7 + 1) % max(1, slot.bound)
@@ -98,7 +101,19 @@ class _Classes:
         self.parent[self.find(a)] = self.find(b)
 
 
+def probe_function(*args: Any, **kwargs: Any) -> Any:
+    """For a parameter the body calls: scales its first argument (differentiable, any structure)."""
+    first = args[0] if args else next(iter(kwargs.values()), None)
+    if isinstance(first, (list, tuple)):
+        return type(first)(probe_function(a) for a in first)
+    return first * 1.5 if first is not None and not isinstance(first, (str, bool)) else first
+
+
 def python_slot(kind: str, why: str = "") -> Slot:
+    if kind == "callable":
+        return Slot("python", value=probe_function)
+    if kind == "shape":
+        return Slot("shape", (1,), "int32", value=3)
     value: Any = PYTHON_DEFAULTS.get(kind, 2)
     if kind == "int" and why.startswith("axis"):
         value = -1
@@ -112,7 +127,7 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
     ranks: dict[str, int] = {}
     for name in facts.names:
         kind = facts.kind.get(name, "tensor")
-        if kind in ("int", "float", "bool"):
+        if kind in PYTHON_KINDS:
             continue
         if name in facts.min_rank:
             ranks[name] = facts.min_rank[name]
@@ -142,7 +157,7 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
     slots: list[Slot] = []
     for name in facts.names:
         kind = facts.kind.get(name, "tensor")
-        if kind in ("int", "float", "bool"):
+        if kind in PYTHON_KINDS:
             slots.append(python_slot(kind, facts.why.get(name, "")))
             continue
         if name not in ranks:

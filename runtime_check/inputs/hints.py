@@ -22,6 +22,7 @@ INT_KEYWORDS = frozenset({
 SHAPE_CALLS = frozenset({"reshape", "zeros", "ones", "fill", "broadcast_to", "tile", "random_normal", "normal",
                          "uniform", "truncated_normal", "eye"})
 PYTHON_INT_CALLS = frozenset({"range", "int", "repeat", "len"})
+SHAPE_KEYWORDS = frozenset({"shape", "sample_shape", "batch_shape", "event_shape", "output_shape"})
 MATMUL_CALLS = frozenset({"matmul", "batch_matmul", "matvec"})
 GATHER_CALLS = frozenset({"gather", "embedding_lookup", "batch_gather"})
 CONV_RANKS = {"conv1d": 3, "conv2d": 4, "conv3d": 5, "depthwise_conv2d": 4, "separable_conv2d": 4,
@@ -205,6 +206,12 @@ def _call(call: ast.Call, facts: Facts) -> None:
         for axis in (_int(a) for a in axes):
             if axis is not None:
                 facts.need_rank(first, _rank_of_axis(axis), f"{last}(axis={axis})")
+    if "seed" in last.lower():  # sanitize_seed(seed), split_seed(seed): an integer seed
+        for arg in call.args[:1]:
+            if _name(arg) is not None:
+                facts.set_kind(arg.id, "int", "a seed")  # type: ignore[attr-defined]
+    if isinstance(call.func, ast.Name) and call.func.id in facts.names:
+        facts.set_kind(call.func.id, "callable", "called as a function")
     if last in PYTHON_INT_CALLS and full in PYTHON_INT_CALLS:
         for arg in call.args:
             _python_names(arg, facts, "int", f"{last}()")
@@ -216,6 +223,14 @@ def _call(call: ast.Call, facts: Facts) -> None:
     for keyword in call.keywords:
         if keyword.arg in INT_KEYWORDS and _name(keyword.value) is not None:
             facts.set_kind(keyword.value.id, "int", f"{keyword.arg}=")  # type: ignore[attr-defined]
+        elif keyword.arg == "seed" and _name(keyword.value) is not None:
+            facts.set_kind(keyword.value.id, "int", "a seed")  # type: ignore[attr-defined]
+        elif keyword.arg in SHAPE_KEYWORDS and _name(keyword.value) is not None:
+            facts.set_kind(keyword.value.id, "shape", f"{keyword.arg}=")  # type: ignore[attr-defined]
+    if last in SHAPE_CALLS and last != "reshape":
+        whole = _name(_arg(call, 0, "shape", "dims"))
+        if whole is not None:
+            facts.set_kind(whole, "shape", f"the shape of {last}()")
 
 
 def _subscript(node: ast.Subscript, facts: Facts) -> None:
@@ -254,23 +269,66 @@ def _annotations(function: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts)
 
 
 def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: list[str],
-              extra: list[ast.AST] = ()) -> Facts:  # type: ignore[assignment]
-    """Facts about ``names`` from ``function``'s body (and any ``extra`` bodies that use them)."""
+              module: ast.Module | None = None, depth: int = 2) -> Facts:
+    """Facts about ``names`` from ``function``'s body, and from the bodies of same-module helpers it
+    passes them to (``return _fwd(matrix, rhs)``: what ``_fwd`` does with them), ``depth`` calls deep."""
     facts = Facts(list(names))
-    nodes: list[ast.AST] = ([function] if function is not None else []) + list(extra)
-    if function is not None:
-        _annotations(function, facts)
-    for root in nodes:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Call):
-                _call(node, facts)
-            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                _matmul(node.left, node.right, None, facts, "the @ operator")
-            elif isinstance(node, ast.Subscript):
-                _subscript(node, facts)
+    if function is None:
+        return facts
+    _annotations(function, facts)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Call):
+            _call(node, facts)
+            if module is not None and depth > 0:
+                _through_helper(node, facts, module, depth)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            _matmul(node.left, node.right, None, facts, "the @ operator")
+        elif isinstance(node, ast.Subscript):
+            _subscript(node, facts)
     for name, rank in facts.rank.items():
         facts.min_rank[name] = max(facts.min_rank.get(name, 0), rank)
     return facts
+
+
+def _module_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
+    return {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int) -> None:
+    if not isinstance(call.func, ast.Name):
+        return
+    helper = _module_functions(module).get(call.func.id)
+    if helper is None:
+        return
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    mapping = {}  # the helper's parameter -> ours
+    for param, arg in zip(params, call.args):
+        name = _name(arg)
+        if name is not None and name in facts.names and not isinstance(arg, ast.Starred):
+            mapping[param] = name
+    for keyword in call.keywords:
+        if keyword.arg in params and _name(keyword.value) in facts.names:
+            mapping[keyword.arg] = keyword.value.id  # type: ignore[attr-defined]
+    if not mapping:
+        return
+    inner = facts_for(helper, list(mapping), module, depth - 1)
+    for theirs, ours in mapping.items():
+        if theirs in inner.kind:
+            facts.set_kind(ours, inner.kind[theirs], inner.why.get(theirs, f"in {helper.name}()"))
+        if theirs in inner.min_rank:
+            facts.need_rank(ours, inner.min_rank[theirs], f"in {helper.name}()")
+        if theirs in inner.rank:
+            facts.rank.setdefault(ours, inner.rank[theirs])
+        if theirs in inner.square:
+            facts.square.add(ours)
+        if theirs in inner.spd:
+            facts.spd.add(ours)
+    for a, pa, b, pb in inner.equal:
+        if a in mapping and b in mapping:
+            facts.equal.append((mapping[a], pa, mapping[b], pb))
+    for ids, (table, axis) in inner.bound.items():
+        if ids in mapping and table in mapping:
+            facts.bound[mapping[ids]] = (mapping[table], axis)
 
 
 # -- literal shapes at call sites ------------------------------------------------------------------------

@@ -176,7 +176,7 @@ def facts_and_sites(path: str | None, qualname: str, names: list[str], callee: s
                     ) -> tuple[Facts, list[list[ArgSpec | None]]]:
     tree = _parse(path) if path else None
     function = find_function(tree, qualname) if tree is not None else None
-    facts = facts_for(function, names)
+    facts = facts_for(function, names, tree)
     sites: list[list[ArgSpec | None]] = []
     if tree is not None and callee:
         sites = call_sites(tree, callee, len(names))
