@@ -139,15 +139,25 @@ def make_instance(cls: type, init: dict[str, Any]) -> Any:
                          f" ({type(exc).__name__}); declare `init` for it in [tool.cg_lint.runtime]") from None
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str) -> Any:
+    import ast as _ast
+    from pathlib import Path
+
+    try:
+        return _ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
 def returns_inner(path: str, outer: str, inner: str) -> bool:
     """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it."""
     import ast as _ast
 
     from .inputs.hints import find_function
 
-    try:
-        tree = _ast.parse(open(path, encoding="utf-8").read())
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+    tree = _parsed(path)
+    if tree is None:
         return False
     function = find_function(tree, outer)
     if function is None:
@@ -172,9 +182,8 @@ def called_parameters(path: str, qualname: str) -> set[str]:
 
     from .inputs.hints import find_function
 
-    try:
-        tree = _ast.parse(open(path, encoding="utf-8").read())
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+    tree = _parsed(path)
+    if tree is None:
         return set()
     function = find_function(tree, qualname)
     if function is None:
@@ -236,9 +245,8 @@ def decorated_by_builders(module: ModuleType, path: str, known: set[str]) -> lis
 
     from .inputs.hints import dotted
 
-    try:
-        tree = _ast.parse(open(path, encoding="utf-8").read())
-    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+    tree = _parsed(path)
+    if tree is None:
         return []
     found = []
 
