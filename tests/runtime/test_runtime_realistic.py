@@ -29,6 +29,7 @@ SEEDED = {
     "channel_scale_unreduced": ("CG101",
                                 "gradient for variable 'gain' has shape (2, 4) but the variable has shape (4,)"),
     "naive_logsumexp": ("CG105", "NaN/Inf where the forward is finite"),
+    "exp_on_half_line": ("CG105", "NaN/Inf where the forward is finite"),
     "make_reversal.<locals>.reverse": ("CG101", "has shape () but the input has shape"),
     "binarize_python_if": ("CG009", "confirmed at runtime under tf.function"),
     "PairDense.call.<locals>.project": ("CG007", "variable gradients differ between eager and tf.function"),
