@@ -26,7 +26,6 @@ from cg_lint.analyses.leaves import call_name
 from cg_lint.model.records import CustomGradient, FuncNode, VariableRead
 from cg_lint.syntax.environments import Unknown
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import children, function_nodes
 
 VARIABLE_CONSTRUCTORS = frozenset({
     "tensorflow.Variable", "tensorflow.compat.v1.Variable", "tensorflow.compat.v2.Variable",
@@ -122,7 +121,7 @@ class VariableFinder:
         # every node here is in func's own body, so func is where its names are looked up; the
         # (memoised) kind is asked before whether the node is a read, which is rarely needed
         reads = ("variable", "created") if created_ok else ("variable",)
-        for node in function_nodes(func):
+        for node in self.ix.walk.function_nodes(func):
             kind_of = type(node)
             if kind_of is cst.Name:
                 kind = self._name_kind(node, owner=func)
@@ -275,7 +274,7 @@ class VariableFinder:
         if found is None:
             found = self.ix.memo[key] = [
                 (target.target.attr.value, node.value)
-                for node in _walk_class(cls) if type(node) is cst.Assign
+                for node in _walk_class(cls, self.ix) if type(node) is cst.Assign
                 for target in node.targets
                 if type(target.target) is cst.Attribute and _is_name(target.target.value, "self")
             ]
@@ -311,14 +310,15 @@ def _passed_positionally(record: CustomGradient, text: str) -> bool:
     return False
 
 
-def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
-    stack: list[cst.CSTNode] = list(children(cls.body))
+def _walk_class(cls: cst.ClassDef, index: FileIndex) -> Iterator[cst.CSTNode]:
+    kids_of = index.walk.children
+    stack: list[cst.CSTNode] = list(kids_of(cls.body))
     while stack:
         node = stack.pop()
         yield node
         if type(node) is cst.ClassDef:
             continue
-        stack.extend(children(node))
+        stack.extend(kids_of(node))
 
 
 def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:

@@ -16,7 +16,6 @@ from cg_lint.model.records import (
 )
 from cg_lint.syntax.environments import Env
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import function_nodes, own_nodes
 
 _PARTIAL = ("functools.partial", "partial")
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
@@ -168,7 +167,7 @@ class ModelBuilder:
         if type(func) is cst.Lambda:
             return [ReturnSite(anchor=func.body, locate=self.locate, value=func.body)]
         return [ReturnSite(anchor=node, locate=self.locate, value=node.value)
-                for node in own_nodes(func.body) if type(node) is cst.Return]
+                for node in self.ix.walk.own_nodes(func.body) if type(node) is cst.Return]
 
     def _describe(self, record: CustomGradient) -> None:
         env = self.env_for(record.node)
@@ -225,7 +224,7 @@ class ModelBuilder:
         found: set[str] = set()
         bodies: list[FuncNode] = [record.node] + [g.node for g in record.grads]
         for func in bodies:
-            for node in function_nodes(func):
+            for node in self.ix.walk.function_nodes(func):
                 found |= _sequence_uses(node, names)
         return found
 
