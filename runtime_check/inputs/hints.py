@@ -203,9 +203,9 @@ def _call(call: ast.Call, facts: Facts) -> None:
     elif (last.startswith(AXIS_CALLS_PREFIX) or last in AXIS_CALLS) and first is not None:
         axis_node = _arg(call, 1, "axis")
         axes = axis_node.elts if isinstance(axis_node, (ast.List, ast.Tuple)) else [axis_node]
-        for axis in (_int(a) for a in axes):
-            if axis is not None:
-                facts.need_rank(first, _rank_of_axis(axis), f"{last}(axis={axis})")
+        for reduced in (_int(a) for a in axes):
+            if reduced is not None:
+                facts.need_rank(first, _rank_of_axis(reduced), f"{last}(axis={reduced})")
     if "seed" in last.lower():  # sanitize_seed(seed), split_seed(seed): an integer seed
         for arg in call.args[:1]:
             if _name(arg) is not None:

@@ -104,8 +104,8 @@ def repairs(text: str, candidate: Candidate) -> tuple[list[Candidate], str]:
     match = _NDIMS.search(text)
     if match:
         a, b = _shape(match.group(1)), _shape(match.group(2))
-        low = a if len(a) < len(b) else b
-        return _raise_rank(candidate, _having(candidate, low), max(len(a), len(b))), "inputs of different ranks"
+        smaller = a if len(a) < len(b) else b
+        return _raise_rank(candidate, _having(candidate, smaller), max(len(a), len(b))), "inputs of different ranks"
     match = _INCOMPATIBLE.search(text) or _CONCAT.search(text)
     if match:
         a, b = _shape(match.group(1)), _shape(match.group(2))
@@ -119,13 +119,13 @@ def repairs(text: str, candidate: Candidate) -> tuple[list[Candidate], str]:
         return out, "related dimensions that differ"
     match = _DIMS_EQUAL.search(text)
     if match:
-        a, b = int(match.group(1)), int(match.group(2))
+        first, second = int(match.group(1)), int(match.group(2))
         for index in _tensors(candidate):
-            shape = candidate[index].shape
-            if shape and shape[-1] == b:
-                out.append(_with_shape(candidate, index, shape[:-1] + (a,)))
-            if shape and shape[-1] == a:
-                out.append(_with_shape(candidate, index, shape[:-1] + (b,)))
+            dims = candidate[index].shape
+            if dims and dims[-1] == second:
+                out.append(_with_shape(candidate, index, dims[:-1] + (first,)))
+            if dims and dims[-1] == first:
+                out.append(_with_shape(candidate, index, dims[:-1] + (second,)))
         return out, "related dimensions that differ"
     match = _RESHAPE.search(text)
     if match:
