@@ -101,17 +101,33 @@ CG102 = _code("CG102", "gradient-dtype",
 CG103 = _code("CG103", "gradient-not-tensor", "a gradient is a Python number or a NumPy array, not a tensor",
               "gradients")
 CG104 = _code("CG104", "none-gradient",
-              "grad returns `None` for a floating input (the caller silently gets no gradient)", "gradients")
+              "grad returns `None` for a floating tensor input the forward depends on (the caller "
+              "silently gets no gradient). Not for Python numbers, integer ids, or an input the "
+              "forward's outputs do not move with (a threshold, a gradient-reversal strength, a "
+              "tolerance: numeric derivative 0)",
+              "gradients")
 CG105 = _code("CG105", "non-finite-gradient",
-              "a gradient contains NaN/Inf where the forward is finite (also probed at ±100 and 0)", "gradients")
+              "a gradient contains NaN/Inf where the forward is finite and differentiable (also probed "
+              "at ±100 and 0); confirmed by moving the input a step each way: where the forward is not "
+              "finite on both sides (the edge of its domain, `sqrt` at 0) nothing is reported",
+              "gradients")
 CG106 = _code("CG106", "eager-graph-mismatch",
-              "eager and `tf.function` gradients differ, or the function works eagerly and fails traced",
+              "eager and `tf.function` gradients differ, or the function works eagerly and fails "
+              "traced. When the forwards themselves differ (random or stateful ops), the gradients are "
+              "not compared",
               "graph-mode")
 CG107 = _code("CG107", "numeric-gradient-mismatch",
               "(`--numeric`) the custom gradient disagrees with a float64 central-difference directional "
               "derivative", "numeric")
 CG108 = _code("CG108", "ignores-upstream",
               "(`--zero-upstream`) with a zero upstream gradient, grad still returns non-zero values", "numeric")
+CG109 = _code("CG109", "not-twice-differentiable",
+              "(`--second-order`) grad is not itself differentiable: a directional second derivative "
+              "through grad (a Hessian-vector product, in float64, eagerly and traced) fails, is "
+              "NaN/Inf, differs between the modes, or disagrees with a central difference of the "
+              "gradient, where that difference is finite. As PyTorch's `gradgradcheck`; catches "
+              "`stop_gradient`, `tf.numpy_function` or ops without gradients inside grad",
+              "numeric")
 CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
 CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
 CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")

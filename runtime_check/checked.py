@@ -30,6 +30,9 @@ ORIGINAL_CUSTOM_GRADIENT = getattr(
     _tf_custom_gradient_module.custom_gradient, "_cg_original", _tf_custom_gradient_module.custom_gradient
 )
 
+# (definition key, input name) pairs whose forward was seen not to depend on that input
+_INDEPENDENT: set[tuple[str, str]] = set()
+
 # every function decorated since install(): qualname -> (DefInfo, decorated object)
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
 
@@ -40,7 +43,9 @@ SHADOW_HOOK: Callable[[Callable[..., Any], tuple[Any, ...], DefInfo, list[str]],
 def current_mode() -> str:
     if tf.executing_eagerly():
         return "eager"
-    return RECORDER.state.mode_label or "tf.function"
+    label = RECORDER.state.mode_label
+    # a @tf.function helper called during an eager probe traces: that part is graph mode
+    return label if label and label != "eager" else "tf.function"
 
 
 class InputSpec:
@@ -118,8 +123,8 @@ def _accepts_variables(grad_fn: Callable[..., Any]) -> bool:
 
 def _all_finite(values: Sequence[Any]) -> bool:
     for value in values:
-        if value is None or not tf.is_tensor(value):
-            continue
+        if value is None or not tf.is_tensor(value) or not hasattr(value, "numpy"):
+            continue  # symbolic tensors (a traced helper) have no values to test
         if (value.dtype.is_floating or value.dtype.is_complex) and not bool(
             np.all(np.isfinite(np.asarray(value.numpy())))
         ):
@@ -144,6 +149,7 @@ class _CheckedCall:
 
     def __init__(self, info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], mode: str) -> None:
         self.info, self.wrapped, self.mode = info, wrapped, mode
+        self.args = args
         self.name = info.qualname
         names = _input_names(wrapped, args)
         self.inputs = [InputSpec(n, v) for n, v in zip(names, tf.nest.flatten(list(args)))]
@@ -274,9 +280,11 @@ class _CheckedCall:
             message = f"grad returns {len(flat)} gradient(s) for {len(self.inputs)} input(s) ({names})"
             self.record(CG003, message)
             raise check_error(CG003, f"'{self.name}': {message}")
-        for spec, grad in zip(self.inputs, flat):
+        for index, (spec, grad) in enumerate(zip(self.inputs, flat)):
             if grad is None:
-                if spec.floating:
+                # a Python number is not a tensor input in real use, and a parameter the forward
+                # does not depend on (a threshold, a gradient-reversal strength) has no gradient
+                if spec.floating and tf.is_tensor(spec.value) and not self._independent_of(index, spec):
                     self.record(
                         CG104,
                         f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "
@@ -313,8 +321,83 @@ class _CheckedCall:
             and self.forward_finite
             and _all_finite(upstreams)
             and not _all_finite([grad])
+            and self._smooth_at(name, what)
         ):
             self.record(CG105, f"gradient for {what} '{name}' contains NaN/Inf where the forward is finite", name)
+
+    # -- numeric confirmation (eager only: the forward is called again with one input moved) --------
+
+    def _forward_with(self, index: int, delta: float) -> list[np.ndarray] | None:
+        flat = tf.nest.flatten(list(self.args))
+        if not (0 <= index < len(flat)) or not hasattr(flat[index], "numpy"):
+            return None
+        moved = list(flat)
+        moved[index] = flat[index] + tf.cast(delta, flat[index].dtype)
+        args = tf.nest.pack_sequence_as(list(self.args), moved)
+        try:
+            with RECORDER.discarding(), tf.GradientTape():
+                result, _ = self.wrapped(*args)
+        except Exception:
+            return None
+        return [np.asarray(t.numpy()) for t in tf.nest.flatten(result) if tf.is_tensor(t) and hasattr(t, "numpy")]
+
+    def _step(self, index: int) -> float:
+        value = tf.nest.flatten(list(self.args))[index]
+        scale = float(np.max(np.abs(np.asarray(value.numpy())))) if hasattr(value, "numpy") else 1.0
+        return 1e-3 * max(1.0, scale)
+
+    def _independent_of(self, index: int, spec: InputSpec) -> bool:
+        """The forward's outputs do not move when this input does (numeric derivative 0)."""
+        key = (self.info.key, spec.name)
+        if key in _INDEPENDENT:
+            return True
+        if current_mode() != "eager":
+            return False
+        step = self._step(index)
+        plus, minus = self._forward_with(index, step), self._forward_with(index, -step)
+        base = self._forward_with(index, 0.0)
+        if plus is None or minus is None or base is None:
+            return False
+        same = all(a.shape == b.shape and np.array_equal(a, b) for x in (plus, minus) for a, b in zip(x, base))
+        if same:
+            _INDEPENDENT.add(key)
+        return same
+
+    def _smooth_at(self, name: str, what: str) -> bool:
+        """Confirm a NaN/Inf gradient: on at least one side of the point the forward is finite and
+        its difference quotients settle (steps h and h/10 agree), so it is differentiable there. At
+        the edge of the domain (``sqrt`` at 0: quotients grow as h shrinks; a shape parameter at 0:
+        NaN beyond it) nothing is confirmed."""
+        if what != "input":
+            return True
+        names = [s.name for s in self.inputs]
+        if name not in names:
+            return True
+        index = names.index(name)
+        step = self._step(index)
+        base = self._forward_with(index, 0.0)
+        if base is None:
+            return False
+        for side in (1.0, -1.0):
+            far, near = self._forward_with(index, side * step), self._forward_with(index, side * step / 10)
+            if far is None or near is None:
+                continue
+            settled = True
+            for b, f, n in zip(base, far, near):
+                if b.dtype.kind not in "fc":
+                    continue
+                if not (np.all(np.isfinite(f)) and np.all(np.isfinite(n)) and np.all(np.isfinite(b))):
+                    settled = False
+                    break
+                slope_far = (f.astype(np.float64) - b) / (side * step)
+                slope_near = (n.astype(np.float64) - b) / (side * step / 10)
+                tolerance = 0.2 * np.maximum(np.abs(slope_far), np.abs(slope_near)) + 1e-2 * (1 + np.abs(b)) / step
+                if not np.all(np.abs(slope_far - slope_near) <= tolerance):
+                    settled = False
+                    break
+            if settled:
+                return True
+        return False
 
     def _record_graph_failure(self, exc: Exception, where: str) -> None:
         """A failure only graph mode produces (CG009-CG012) is the static rule, confirmed."""

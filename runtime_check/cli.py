@@ -48,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also compare with a numerical gradient in float64 (for exact gradients)")
     parser.add_argument("--zero-upstream", action="store_true", default=None,
                         help="also check that grad returns zeros for a zero upstream")
+    parser.add_argument("--second-order", action="store_true", default=None,
+                        help="also check that grad is itself differentiable (Hessian-vector products)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
     parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint] (and its runtime table) from this file")
@@ -136,11 +138,14 @@ def _run(args: argparse.Namespace) -> int:
         "numeric": bool(args.numeric if args.numeric is not None else config.numeric),
         "zero_upstream": bool(args.zero_upstream if args.zero_upstream is not None else config.zero_upstream),
         "magnitudes": config.magnitudes and not args.no_magnitudes,
+        "second_order": bool(args.second_order if args.second_order is not None else config.second_order),
     }
     timeout = args.timeout or config.timeout
     if not units:
         if args.format == "json":
             print("[]")
+        elif args.format == "text":
+            print("no custom gradients found (no Python file mentions custom_gradient)")
         return EXIT_CLEAN
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
                         progress=runner.Progress(), decorators=settings.decorators,
@@ -154,6 +159,8 @@ def _run(args: argparse.Namespace) -> int:
     output = format_findings(findings, args.format)
     if output:
         print(output)
+    if args.format == "text" and not result.entries and not findings:
+        print(f"no custom gradients found in {len(units)} module(s)")
     if args.format == "text" and result.entries:
         rows = []
         for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):

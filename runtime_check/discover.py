@@ -73,6 +73,9 @@ class Entry:
     names: list[str]
     problem: str | None = None
     definitions: list[Definition] = field(default_factory=list)
+    kind: str = "function"  # function | method | layer | factory
+    body_qualname: str | None = None  # the def whose body says what the inputs are
+    callee: str | None = None  # the name callers use, for call sites with literal shapes
 
 
 def _is_keras_layer(cls: type) -> bool:
@@ -93,13 +96,183 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
     return required, varargs
 
 
+# a value for a required argument nobody declared, by annotation; unannotated ones get a small int
+# (units, filters, heads: what layer constructors mostly require)
+_ANNOTATED = {"int": 3, "float": 0.5, "bool": False}
+
+
+def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool,
+                     callables: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+    """``given`` plus a value for every other required parameter, from its annotation (a function
+    for parameters the body calls)."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return dict(given)
+    if skip_first and params:
+        params = params[1:]
+    out = dict(given)
+    for p in params:
+        if p.name in out or p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name in callables:
+            out[p.name] = probe_function
+            continue
+        annotation = "" if p.annotation is p.empty else (
+            p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", ""))
+        if annotation and annotation not in _ANNOTATED:
+            raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({annotation}); "
+                             "declare `init` for it in [tool.cg_lint.runtime]")
+        out[p.name] = _ANNOTATED.get(annotation, 3)
+    return out
+
+
 def make_instance(cls: type, init: dict[str, Any]) -> Any:
-    required, _ = _required_positional(cls.__init__)
-    missing = [name for name in required[1:] if name not in init]
-    if missing:
-        raise CannotCall(f"cannot construct {cls.__name__}: __init__ requires {', '.join(missing)} "
-                         "(declare `init` for it in [tool.cg_lint.runtime])")
-    return cls(**init)
+    arguments = filled_arguments(cls.__init__, init, skip_first=True)
+    try:
+        return cls(**arguments)
+    except Exception as exc:
+        guessed = sorted(set(arguments) - set(init))
+        if not guessed:
+            raise
+        raise CannotCall(f"cannot construct {cls.__name__} with {', '.join(f'{k}={arguments[k]!r}' for k in guessed)}"
+                         f" ({type(exc).__name__}); declare `init` for it in [tool.cg_lint.runtime]") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: str) -> Any:
+    import ast as _ast
+    from pathlib import Path
+
+    try:
+        return _ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+
+
+def returns_inner(path: str, outer: str, inner: str) -> bool:
+    """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it."""
+    import ast as _ast
+
+    from .inputs.hints import find_function
+
+    tree = _parsed(path)
+    if tree is None:
+        return False
+    function = find_function(tree, outer)
+    if function is None:
+        return False
+    bound = {inner}
+    for node in _ast.walk(function):
+        if isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call) and \
+                any(isinstance(a, _ast.Name) and a.id == inner for a in node.value.args):
+            bound.update(t.id for t in node.targets if isinstance(t, _ast.Name))
+    def returned(value: Any) -> bool:
+        if isinstance(value, _ast.Name):
+            return value.id in bound
+        # return make_decorator(f, inner), return functools.wraps(f)(inner)
+        return isinstance(value, _ast.Call) and any(returned(a) for a in value.args)
+
+    return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
+
+
+def called_parameters(path: str, qualname: str) -> set[str]:
+    """Parameters of ``qualname`` that its body calls: they take a function."""
+    import ast as _ast
+
+    from .inputs.hints import find_function
+
+    tree = _parsed(path)
+    if tree is None:
+        return set()
+    function = find_function(tree, qualname)
+    if function is None:
+        return set()
+    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
+    return {n.func.id for n in _ast.walk(function)
+            if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id in params}
+
+
+def probe_function(*args: Any, **kwargs: Any) -> Any:
+    """Passed for a parameter the body calls: differentiable, scales its first argument."""
+    import tensorflow as tf
+
+    first = args[0] if args else next(iter(kwargs.values()))
+    return tf.nest.map_structure(lambda t: t * 1.5 if tf.is_tensor(t) or isinstance(t, float) else t, first)
+
+
+def _factory_entry(module: ModuleType, path: str, d: Definition, init: dict[str, Any]) -> Entry | None:
+    """A custom gradient made by a factory: call the factory with its defaults (or declared arguments)."""
+    top = d.qualname.split(".<locals>")[0]
+    if "." in top or ".<locals>." not in d.qualname or d.qualname.count(".<locals>.") != 1:
+        return None
+    factory = getattr(module, top, None)
+    if not callable(factory) or isinstance(factory, type) or not returns_inner(path, top, d.name):
+        return None
+
+    callables = called_parameters(path, top)
+
+    def make() -> Callable[..., Any]:
+        arguments = filled_arguments(factory, init, skip_first=False, callables=callables)
+        made = factory(**arguments)
+        if not callable(made):
+            raise CannotCall(f"'{top}' did not return a function")
+        return made
+
+    names = list(d.inputs) or ["x"]
+    location = DefInfo(d.qualname, module.__name__, path, d.line, d.column)
+    return Entry(d.qualname, location, make, names, None, [d], "factory", d.qualname, d.name)
+
+
+def _builds_custom_gradient(obj: Any) -> bool:
+    """``obj`` (a decorator, or a decorator factory) defines a custom gradient inside itself, as
+    TensorFlow Probability's ``custom_gradient(vjp_fwd=..., vjp_bwd=...)`` does: what it decorates
+    is a custom gradient, whichever module it comes from."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj
+    qualname = getattr(obj, "__qualname__", None)
+    try:
+        source = inspect.getsourcefile(obj)
+    except TypeError:
+        return False
+    if not qualname or not source:
+        return False
+    return any(q.startswith(f"{qualname}.<locals>.") for q in _definitions_in_file(source))
+
+
+def decorated_by_builders(module: ModuleType, path: str, known: set[str]) -> list[Definition]:
+    """Functions (module-level or nested) decorated with another module's custom-gradient builder."""
+    import ast as _ast
+
+    from .inputs.hints import dotted
+
+    tree = _parsed(path)
+    if tree is None:
+        return []
+    found = []
+
+    def functions(body: list[Any], prefix: str) -> Any:
+        for node in body:
+            if isinstance(node, (_ast.FunctionDef, _ast.AsyncFunctionDef)):
+                yield f"{prefix}{node.name}", node
+                yield from functions(node.body, f"{prefix}{node.name}.<locals>.")
+
+    for qualname, node in functions(tree.body, ""):
+        if qualname in known:
+            continue
+        for decorator in node.decorator_list:
+            name = dotted(decorator.func if isinstance(decorator, _ast.Call) else decorator)
+            try:
+                builder = _resolve(module, name) if name else None
+            except AttributeError:
+                continue
+            if builder is not None and _builds_custom_gradient(builder):
+                args = node.args
+                inputs = tuple(a.arg for a in [*args.posonlyargs, *args.args])
+                kind = "nested" if "<locals>" in qualname else "function"
+                found.append(Definition(node.name, qualname, node.lineno, node.col_offset + 5, kind, inputs,
+                                        args.vararg is not None))
+                break
+    return found
 
 
 def _resolve(module: ModuleType, dotted: str) -> Any:
@@ -153,6 +326,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 layer_name = ".".join(parts[:-1])
                 names, _ = _required_positional(cls.call)
                 add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
+                entries[layer_name].kind = "layer"
             else:
                 names, varargs = _required_positional(member)
                 method = parts[-1]
@@ -164,6 +338,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             if _is_keras_layer(member):
                 names, _ = _required_positional(member.call)
                 add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
+                entries[top].kind = "layer"
             elif callable(getattr(member, "__call__", None)):
                 names, _ = _required_positional(member.__call__)
                 add(top, loc, lambda: make_instance(member, init), names[1:], d)
@@ -174,8 +349,14 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 names = list(d.inputs) if d is not None and d.inputs else ["x"]
             add(top, loc, lambda: member, names, d)
 
+    defs = defs + decorated_by_builders(module, path, {d.qualname for d in defs})
     for d in sorted(defs, key=lambda d: (d.line, d.column)):
         top = d.qualname.split(".<locals>")[0]
+        factory = _factory_entry(module, path, d, inits.get(d.qualname) or inits.get(top) or {}) \
+            if d.qualname != top else None
+        if factory is not None:
+            entries.setdefault(factory.qualname, factory)
+            continue
         add_target(top, location(d), d)
 
     # Anything decorated at import time that the source scan missed (generated code, aliases).

@@ -5,6 +5,7 @@ Kept free of TensorFlow so the parent process and the pytest plugin can import i
 
 from __future__ import annotations
 
+import contextlib
 import linecache
 import re
 import threading
@@ -149,6 +150,17 @@ class Recorder:
     def has(self, code_prefixes: tuple[str, ...]) -> bool:
         with self._lock:
             return any(i.code.startswith(code_prefixes) for i in self.issues)
+
+    @contextlib.contextmanager
+    def discarding(self) -> Iterator[None]:
+        """Issues recorded inside are dropped (trial calls); calls still count."""
+        with self._lock:
+            saved = (list(self.issues), dict(self._seen))
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.issues, self._seen = saved
 
     def snapshot_count(self) -> int:
         with self._lock:

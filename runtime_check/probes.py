@@ -38,6 +38,8 @@ class InputSet:
 def describe_array(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"{value.dtype.name}[{','.join(str(d) for d in value.shape)}]"
+    if callable(value):
+        return f"a function ({getattr(value, '__name__', 'callable')})"
     return repr(value)
 
 

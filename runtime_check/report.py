@@ -61,5 +61,6 @@ def summary_table(rows: Sequence[tuple[str, str, str]]) -> str:
 def describe_inputs(used: Sequence[str]) -> str:
     if not used:
         return "-"
-    shown = "; ".join(used[:2])
-    return shown if len(used) <= 2 else f"{shown}; +{len(used) - 2} more"
+    count = 2 if len(used[0]) <= 24 else 1  # keep the column readable for many-input functions
+    shown = "; ".join(used[:count])
+    return shown if len(used) <= count else f"{shown}; +{len(used) - count} more"

@@ -248,6 +248,11 @@ class _Worker:
         self.exiting = False
         self.task: tuple[str, int | None, str | None] | None = ("start", None, None)
         self.deadline = time.monotonic() + START_TIMEOUT
+        # the probe in progress (what, since) and how many finished: the timeout is per probe, so a
+        # slow function is not taken for a stuck one, and a stuck one says where it stopped
+        self.probe: tuple[str, float] | None = None
+        self.probes_done = 0
+        self.entry_started = time.monotonic()
         threading.Thread(target=self._read_events, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         self.send(job)
@@ -513,7 +518,12 @@ class _Run:
         elif kind in ("importing", "start"):
             worker.deadline = time.monotonic() + self.timeout
             if kind == "start":
+                worker.probe, worker.probes_done, worker.entry_started = None, 0, time.monotonic()
                 self.progress.show(result.entries[event["id"]].qualname)
+        elif kind == "probe":
+            worker.probes_done += worker.probe is not None
+            worker.probe = (event["what"], time.monotonic())
+            worker.deadline = time.monotonic() + self.timeout
         elif kind == "import_error":
             unit = self.units[event["unit"]]
             _module_finding(
@@ -542,6 +552,7 @@ class _Run:
                 event["used"],
                 event["findings"],
             )
+            entry.called = event.get("called", [])
             if entry.status == "memory":
                 entry.findings = [f for f in entry.findings if f["code"] != "CG130"]
                 _fail_entry(result, entry.id, "memory", "CG123", self._memory_message())
@@ -597,12 +608,12 @@ class _Run:
                 self.fatal = True
             return
         if kind == "run" and entry_id is not None:
+            probe = worker.probe
+            stuck = " (timed out; the process was stopped)" if probe is None else (
+                f": stuck in the {probe[0]} for {self.timeout:g} s ({worker.probes_done} earlier "
+                f"probe(s) finished in {probe[1] - worker.entry_started:.1f} s; the process was stopped)")
             code, what = {
-                "timeout": (
-                    "CG120",
-                    f"did not finish within {self.timeout:g} s "
-                    "(timed out; the process was stopped)",
-                ),
+                "timeout": ("CG120", f"did not finish within {self.timeout:g} s{stuck}"),
                 "memory": ("CG123", self._memory_message()),
             }.get(how, ("CG121", f"crashed the process ({status})"))
             _fail_entry(

@@ -9,11 +9,13 @@ Schema (every key optional; unknown keys are an error naming the key)::
     numeric = false         # numerical gradient check (for exact gradients)
     zero-upstream = false   # grad must vanish when its upstream does
     magnitudes = true       # probe ±100 and 0 for NaN/Inf gradients
+    second-order = false    # grad must itself be differentiable (Hessian-vector products)
 
     [tool.cg_lint.runtime.functions."pkg.module:Class.method"]
     inputs = [{shape = [4, 3], dtype = "float32"}, {value = 2}]   # one entry per positional input
     cases = [[{shape = [3]}], [{shape = [2, 3]}]]                  # or several input sets
-    init = {units = 4}                                             # constructor arguments of the class
+    init = {units = 4}                                             # constructor (or factory) arguments
+    ignore = ["CG104"]                                             # silence these codes for this function
 
 An input is ``{shape, dtype}`` (values are synthesized, mixed signs, not all ones), optionally with
 ``value`` (a number or nested list filling the tensor), or only ``value`` for a Python argument.
@@ -21,13 +23,14 @@ An input is ``{shape, dtype}`` (values are synthesized, mixed signs, not all one
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from cg_lint.config import ConfigError, Settings
 
-TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "functions"}
-FUNCTION_KEYS = {"inputs", "cases", "init"}
+TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "second-order", "functions"}
+FUNCTION_KEYS = {"inputs", "cases", "init", "ignore"}
 INPUT_KEYS = {"shape", "dtype", "value"}
 DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32",
           "int64", "uint8", "bool"}
@@ -45,6 +48,7 @@ class RuntimeConfig:
     numeric: bool = False
     zero_upstream: bool = False
     magnitudes: bool = True
+    second_order: bool = False
     # "module:qualname" -> {"cases": [[input, ...], ...], "init": {...}}
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -66,7 +70,7 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
             raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds, and finite")
         config.timeout = float(value)
     for key, attribute in (("jit", "jit"), ("numeric", "numeric"), ("zero-upstream", "zero_upstream"),
-                           ("magnitudes", "magnitudes")):
+                           ("magnitudes", "magnitudes"), ("second-order", "second_order")):
         if key in section:
             if not isinstance(section[key], bool):
                 raise SpecError(f"{where}: {prefix}.{key} must be true or false")
@@ -89,7 +93,10 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
                 _input(item, where, f"{key}.inputs[{number}]")
         init = spec.get("init", {})
         _table(init, f"{where}: {key}.init")
-        config.functions[name] = {"cases": cases, "init": dict(init)}
+        ignore = spec.get("ignore", [])
+        if not isinstance(ignore, list) or not all(isinstance(c, str) and re.fullmatch(r"CG\d{0,3}", c) for c in ignore):
+            raise SpecError(f'{where}: {key}.ignore must be a list of codes or prefixes (e.g. ["CG104"])')
+        config.functions[name] = {"cases": cases, "init": dict(init), "ignore": list(ignore)}
     return config
 
 

@@ -152,6 +152,10 @@ class Worker:
                  error="not found when the module was imported again")
             return
         emit("start", id=entry_id)
+        from . import exercise
+
+        # each probe restarts the parent's per-probe clock and names what is running if it hangs
+        exercise.PROGRESS = lambda what, entry_id=entry_id: emit("probe", id=entry_id, what=what)
         before = supervisor.descendants(os.getpid())
         try:
             result = check_entry(number or 0, entry, loaded, self.functions, self.options, self.plot_dir)
@@ -355,10 +359,11 @@ def _exit(status: int) -> None:
 def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, dict[str, Any]], options: Any,
                 plot_dir: str | None) -> dict[str, Any]:
     from .discover import CannotCall
+    from . import exercise
     from .exercise import Exerciser
+    from .inputs.plan import input_sets
     from .issues import RECORDER
-    from .probes import synthesized
-    from .specs import build_input_sets
+    from .suppress import keep
 
     path, module, static_lines = loaded.path, loaded.module, loaded.static_lines
     import_issues = loaded.import_issues
@@ -371,30 +376,33 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
         status, why = "no-inputs", entry.problem
     else:
         names = entry.names
-        sets = build_input_sets(spec["cases"], names) if spec and spec["cases"] else synthesized(names)
         exerciser = Exerciser(entry.make, names, entry.location, options)
         try:
+            sets, why = input_sets(entry, names, spec, path)
             outcome = exerciser.run(sets)
             used, rejected = outcome.used, outcome.rejected
-            why = "; ".join(rejected[:2]) if rejected else "no input was accepted"
+            why = why or ("; ".join(rejected[:2]) if rejected else "no input was accepted")
         except CannotCall as exc:
             why = str(exc)
         if not used:
             status = "no-inputs"
         elif plot_dir and len(names) == 1:
             _plot(entry, names, exerciser, plot_dir, module.__name__)
-    issues, _calls = RECORDER.drain()
+    issues, calls = RECORDER.drain()
     if number == 0:
         issues = import_issues + issues
     findings = [_finding(issue, entry, path, static_lines) for issue in issues]
     if status == "no-inputs":
-        source_note = "declared inputs" if spec and spec["cases"] else "probes"
+        source_note = "declared inputs" if spec and spec["cases"] else "searched without configuration"
         findings.append(Finding(
             entry.location.path or path, entry.location.line, entry.location.column, CG130,
             f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
             function=entry.location.qualname,
         ).to_json())
-    return {"findings": findings, "used": used, "status": status, "rejected": rejected[:3]}
+    ignored = [*(spec or {}).get("ignore", []), *(loaded.spec_for(entry.location.qualname) or {}).get("ignore", [])]
+    findings = keep(findings, path, ignored)
+    return {"findings": findings, "used": used, "status": status, "rejected": rejected[:3],
+            "called": sorted({f"{c.path}:{c.qualname}" for c in calls})}
 
 
 def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,99 @@
+"""Realistic custom gradients, checked with no configuration (real TensorFlow).
+
+``fixtures/realistic/correct_ops.py`` holds correct dense, conv, attention, embedding, bilinear,
+per-channel-scale, factory, straight-through, gradient-reversal and Keras-layer backward passes;
+``defective_ops.py`` the same kinds with one seeded defect each. Every defect must be reported with
+its own code, and nothing at all on the correct module (CG130 included).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tensorflow")
+
+pytestmark = pytest.mark.tf
+
+REALISTIC = Path(__file__).resolve().parent / "fixtures" / "realistic"
+
+SEEDED = {
+    "dense_transposed_dw": ("CG101", "gradient for input 'w' has shape (4, 3) but the input has shape (3, 4)"),
+    "dense_kept_db": ("CG101", "gradient for input 'b' has shape (1, 4) but the input has shape (4,)"),
+    "conv_float64_dx": ("CG102", "gradient for input 'x' has dtype float64 but the input is float32"),
+    "attention_numpy_grad": ("CG010", "confirmed at runtime under tf.function"),
+    "embed_no_table_grad": ("CG104", "None for floating input 'table'"),
+    "bilinear_unsummed": ("CG101", "gradient for input 'a' has shape (2, 3, 4) but the input has shape (3, 4)"),
+    "scale": ("CG101", "gradient for input 'w' has shape (4, 3) but the input has shape (3,)"),
+    "channel_scale_unreduced": ("CG101",
+                                "gradient for variable 'gain' has shape (2, 4) but the variable has shape (4,)"),
+    "naive_logsumexp": ("CG105", "NaN/Inf where the forward is finite"),
+    "exp_on_half_line": ("CG105", "NaN/Inf where the forward is finite"),
+    "make_reversal.<locals>.reverse": ("CG101", "has shape () but the input has shape"),
+    "binarize_python_if": ("CG009", "confirmed at runtime under tf.function"),
+    "PairDense.call.<locals>.project": ("CG007", "variable gradients differ between eager and tf.function"),
+}
+
+
+@pytest.fixture(scope="module")
+def realistic(cli):
+    from conftest import Results
+
+    return Results(cli("--format", "json", "correct_ops.py", "defective_ops.py", cwd=REALISTIC))
+
+
+@pytest.fixture(scope="module")
+def correct_text(cli):
+    return cli("correct_ops.py", cwd=REALISTIC)
+
+
+def test_every_seeded_defect_is_reported_with_its_own_code(realistic):
+    assert realistic.completed.returncode == 1, realistic.completed.stderr[-2000:]
+    missing = []
+    for function, (code, text) in SEEDED.items():
+        found = [f for f in realistic.of(function, "defective_ops.py") if f["code"] == code]
+        if not found or text not in found[0]["message"]:
+            missing.append((function, code, realistic.of(function, "defective_ops.py")))
+    assert not missing, missing
+    # nothing the search could not reach, nothing beyond the seeded defect's own consequences
+    assert not [f for f in realistic.findings if f["code"] == "CG130"]
+    for function, (code, _) in SEEDED.items():
+        extra = realistic.codes(function, "defective_ops.py") - {code}
+        assert extra <= ({"CG101"} if code == "CG007" else set()), (function, extra)
+
+
+def test_correct_module_gets_no_finding_at_all(realistic, correct_text):
+    assert [f for f in realistic.findings if f["path"].endswith("correct_ops.py")] == []
+    out = correct_text.stdout
+    assert correct_text.returncode == 0, out + correct_text.stderr
+    rows = [ln for ln in out.splitlines() if ln.startswith("correct_ops.py:")]
+    assert len(rows) == 16 and all(ln.split()[1] == "ok" for ln in rows), out
+    assert out.rstrip().endswith("16 function(s) checked, 0 finding(s)")
+
+
+@pytest.mark.parametrize("function, inputs", [
+    ("dense", "x: float32[2,3], w: float32[3,4], b: float32[4]"),
+    ("conv", "x: float32[2,3,4,5], kernel: float32[6,7,5,8]"),
+    ("attention", "q: float32[2,3], k: float32[4,3], v: float32[4,6]"),
+    ("embed", "table: float32[2,3], ids: int32[4]"),
+    ("bilinear", "x: float32[2,3], a: float32[3,4], y: float32[2,4]"),
+    ("channel_scale", "x: float32[4]"),
+    ("make_reversal.<locals>.reverse", "x: float32[]"),
+    ("ScaledDense.call.<locals>.project", "inputs: float32[2,"),
+])
+def test_inputs_found_from_the_source_are_reported(correct_text, function, inputs):
+    (row,) = [ln for ln in correct_text.stdout.splitlines() if ln.startswith(f"correct_ops.py:{function} ")]
+    assert inputs in row, row
+
+
+def test_call_site_shapes_are_used(realistic):
+    (finding,) = realistic.of("scale", "defective_ops.py")
+    assert "inputs x: float32[4,3], w: float32[3]" in finding["message"]
+
+
+def test_a_module_without_custom_gradients_says_so_in_one_line(tmp_path: Path, cli):
+    (tmp_path / "plain.py").write_text("import tensorflow as tf\n\n\ndef double(x):\n    return 2 * x\n")
+    completed = cli("plain.py", cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.splitlines() == ["no custom gradients found in 1 module(s)"]
