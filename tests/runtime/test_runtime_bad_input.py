@@ -32,7 +32,7 @@ def test_fifos_are_skipped_with_one_line_each(tmp_path: Path, cli):
         "named.py: skipped: a FIFO, not a regular file",
         f"{os.path.join('pkg', 'found.py')}: skipped: a FIFO, not a regular file",
     ]
-    assert completed.stdout == ""
+    assert completed.stdout == "no custom gradients found (no Python file mentions custom_gradient)\n"
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_bad_runtime_table_names_the_file(content: str, message: str, tmp_path: 
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("tool = 5\n", "tool must be a table"),
+        ("tool = 5\n", "'tool' must be a table"),
         ("[tool.cg_lint\n", "invalid TOML"),
     ],
 )
