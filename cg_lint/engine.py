@@ -131,7 +131,7 @@ def build_context(module: cst.Module, text: str, path: str, settings: Settings,
 def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
                starts: list[int] | None = None, parsed_text: str | None = None,
                members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> list[Finding]:
-    rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
+    rules = [rule(explicit=settings.is_explicit(rule.code)) for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
     ctx = build_context(module, text, path, settings, starts, parsed_text, members, line_map)

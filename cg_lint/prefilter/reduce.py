@@ -30,6 +30,9 @@ from collections.abc import Set
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
 _WORD = re.compile(r"\w+")
+_EAGER_SWITCH = re.compile(r"\brun_functions_eagerly\b")
+# a class whose instances may hold variables (a config object at module level): VariableFinder reads it
+_VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
 _SELF_ATTR = re.compile(r"\b(?:self|cls)\s*\.\s*(\w+)")
 # `self.x` where it may be assigned (over-approximated): before `=` or `op=`; in a target list
@@ -136,6 +139,8 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
         if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
                for s in unit.stmts):
             make_full(unit)
+        elif _EAGER_SWITCH.search(text, offsets.starts[unit.first - 1], offsets.starts[min(unit.last, len(lines))]):
+            make_full(unit)  # `tf.config.run_functions_eagerly(True)`: the model reads it (cg_lint.analyses.contexts)
 
     frozen = frozenset(spellings)
 
@@ -217,7 +222,10 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
                         m.state, m.stores = _STORES, stores
                         skeletons.append(m)
 
-    # name resolution: bindings of every name a kept statement mentions, to a fixpoint
+    # name resolution: bindings of every name a kept statement mentions, to a fixpoint. The
+    # analyses read the bodies of helpers that what is kept so far calls (one call deep), and the
+    # classes of module-level objects that hold variables: those are kept whole, not as stubs
+    helper_words = set().union(*(unit_words(u) for u in full), *(words(m.first, m.last) for m in skeletons))
     seen: set[str] = set()
     work: list[_Unit] = [*full, *skeletons]
     while work:
@@ -233,7 +241,16 @@ def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], oc
             for other in binders.get(name, ()):
                 if other.state != _BLANK:
                     continue
-                if other.name is not None and other.body_line:
+                if other.is_def and name in helper_words or other.name is not None and not other.is_def \
+                        and _VARIABLE_WORDS.search(text, offsets.starts[other.first - 1],
+                                                   offsets.starts[min(other.last, len(lines))]):
+                    other.state = _FULL
+                    full.append(other)
+                    for m in other.members:
+                        if m.state == _BLANK:
+                            m.state = _FULL
+                            work.append(m)
+                elif other.name is not None and other.body_line:
                     other.state = _STUB  # only its binding matters: header and `...`
                 else:
                     other.state = _FULL

@@ -6,8 +6,17 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from cg_lint.analyses.counting import Kind, classify, expected_inputs, grad_counter, returned_counts
+from cg_lint.analyses.counting import (
+    ABSENT,
+    Kind,
+    classify,
+    expected_inputs,
+    grad_counter,
+    returned_counts,
+    variables_branch,
+)
 from cg_lint.analyses.leaves import Counter
+from cg_lint.analyses.tensors import statement_of
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model.records import CustomGradient, ForwardReturn
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -301,6 +310,15 @@ class Layer:
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         seen = set()
         for record in ctx.records:
+            for grad in record.grads:
+                for param in grad.signature.kwonly:
+                    if param.has_default or param.name == "variables":
+                        continue  # a required `variables` is CG004's business
+                    yield self.finding(ctx, grad.line, grad.column, (
+                        f"grad of '{record.name}' requires the keyword-only parameter '{param.name}', which TF never "
+                        f"passes (only the upstream gradients, and 'variables'): when the gradient is taken, eagerly "
+                        f"and under tf.function, this raises TypeError: missing 1 required keyword-only argument: "
+                        f"'{param.name}'; give it a default or bind it in a closure"), record.qualname)
             counter = Counter(ctx.index.env_for(record.node), ctx.index.qualnames, record.structured_params)
             for fr in record.returns:
                 grad = fr.grad
@@ -504,19 +522,39 @@ def f(x, y):
             expected = expected_inputs(record, ctx.index)
             if expected is None or not record.grads:
                 continue
+            returned: set[int] | None = set()  # every count grad's returns can give, if all are known
             for grad in record.grads:
                 counter = grad_counter(record, grad, ctx.index)
                 for site in grad.returns:
-                    counts = returned_counts(grad, site, counter)
+                    branch = variables_branch(ctx.index, grad, site.anchor)
+                    counts = returned_counts(grad, site, counter, branch)
+                    if counts is None:
+                        returned = None
+                    elif returned is not None:
+                        returned |= counts
                     if not counts or any(expected.accepts(n) for n in counts):
                         continue
                     got = min(counts)
+                    where = " here, where TF passes no variables" if branch == ABSENT else ""
                     yield self.finding(
                         ctx, site.line, site.column,
-                        f"grad of '{record.name}' returns {plural(got, 'gradient')} but "
+                        f"grad of '{record.name}' returns {plural(got, 'gradient')}{where} but "
                         f"{_describe_expected(record, expected)}",
                         record.qualname,
                     )
+            if returned and len(expected.exact) > 1 and any(n in expected.exact for n in returned):
+                # calls pass different numbers of inputs: each must match what grad returns
+                shown = " or ".join(str(n) for n in sorted(returned))
+                for site, n in expected.calls:
+                    if n in returned:
+                        continue
+                    line, column = ctx.position(statement_of(ctx.index, site.node))
+                    yield self.finding(ctx, line, column, (
+                        f"'{record.name}' is called here with {plural(n, 'input')} but its grad returns {shown} "
+                        f"{'gradient' if returned == {1} else 'gradients'}: when the gradient is taken TF raises "
+                        f"ValueError eagerly ('expected to return {n} gradients') and InternalError under "
+                        f"tf.function; return one gradient per input of every call (None for the unused ones)"),
+                        record.qualname)
 
 
 def _describe_expected(record: CustomGradient, expected) -> str:
@@ -525,7 +563,10 @@ def _describe_expected(record: CustomGradient, expected) -> str:
         counts = " or ".join(str(n) for n in sorted(expected.exact))
         noun = "input" if expected.exact == {1} else "inputs"
         return f"'{name}' is called with {counts} {noun} (line {expected.call_line})"
-    params = ", ".join(p.name if not p.has_default else f"{p.name}=" for p in record.signature.positional)
+    sizes = record.structured_sizes
+    params = ", ".join((p.name if not p.has_default else f"{p.name}=")
+                       + (f": {sizes[p.name]} elements" if p.name in sizes else "")
+                       for p in record.signature.positional)
     if expected.high is None:
         return f"'{name}' takes at least {plural(expected.low, 'input')} ({params})"
     if expected.low == expected.high:

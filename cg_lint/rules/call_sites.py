@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.contexts import context_of
+from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import statement_of
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule
@@ -148,9 +150,11 @@ def recompute(f):
         for record in ctx.records:
             sig = record.signature
             takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
+            eager_only = context_of(ctx.index, record).eager_only
             for site in record.call_sites:
                 forwarded = next((a for a in site.node.args if a.star == "**"), None)
-                if not site.keywords and forwarded is not None and takes_keywords:
+                spread = _mapping_items(ctx, forwarded.value) if forwarded is not None else None
+                if not site.keywords and forwarded is not None and spread is None and takes_keywords:
                     # the forward is written to receive keywords and this call hands them on
                     line, column = ctx.position(statement_of(ctx.index, site.node))
                     yield self.finding(ctx, line, column, (
@@ -161,9 +165,16 @@ def recompute(f):
                         f"(functools.partial of the inner function) before applying custom_gradient"),
                         record.qualname)
                     continue
-                if not site.keywords:
+                items = [(a.keyword.value, a.value) for a in site.keywords if type(a.keyword) is cst.Name]
+                if spread:
+                    items += spread
+                if not items:
                     continue
-                names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if type(a.keyword) is cst.Name)
+                if eager_only and all(_python_constant(ctx, value) for _, value in items):
+                    continue  # eagerly a Python keyword is only configuration: nothing is lost
+                names = ", ".join(f"{k}=" for k, _ in items)
+                if spread and forwarded is not None:
+                    names += f" through **{cst.Module(body=[]).code_for_node(forwarded.value)}"
                 how = (f"functools.partial binds keyword arguments ({names}) to '{record.name}'" if site.via_partial
                        else f"'{record.name}' is called with keyword arguments ({names})")
                 tail = (" and every input is a keyword, so the custom gradient is bypassed"
@@ -171,6 +182,42 @@ def recompute(f):
                 line, column = ctx.position(statement_of(ctx.index, site.node))
                 yield self.finding(ctx, line, column, (
                     f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword arguments "
-                    f"only eagerly); eagerly keyword tensors are not inputs of the custom gradient and silently get "
-                    f"a None or plain-autodiff gradient{tail}; pass inputs "
-                    f"positionally and bind configuration in a closure"), record.qualname)
+                    f"only eagerly){context_of(ctx.index, record).traced_note(site.node)}; eagerly keyword tensors are not "
+                    f"inputs of the custom gradient and silently get a None or plain-autodiff gradient{tail}; pass "
+                    f"inputs positionally and bind configuration in a closure"), record.qualname)
+
+
+def _mapping_items(ctx: LintContext, expr: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]] | None:
+    """The keys and values of a mapping spread with ``**`` when the file spells them: a dict
+    literal, ``dict(k=v)``, or a name bound once to one of these."""
+    if type(expr) is cst.Name:
+        owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+        values = ctx.index.env_for(owner).lookup(expr.value) or []
+        if len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
+            return None
+        expr = values[0]
+    if type(expr) is cst.Dict:
+        items = []
+        for element in expr.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return None
+            items.append((element.key.evaluated_value, element.value))
+        return items
+    if type(expr) is cst.Call and call_name(expr, ctx.index.qualnames) == "dict":
+        if any(a.keyword is None for a in expr.args):
+            return None
+        return [(a.keyword.value, a.value) for a in expr.args if a.keyword is not None]
+    return None
+
+
+def _python_constant(ctx: LintContext, expr: cst.BaseExpression) -> bool:
+    """A number, string, True/False/None (or a name bound only to those): never a tensor."""
+    if type(expr) is cst.Name:
+        if expr.value in ("True", "False", "None"):
+            return True
+        owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+        values = ctx.index.env_for(owner).lookup(expr.value) or []
+        return bool(values) and all(isinstance(v, cst.BaseExpression) and _python_constant(ctx, v) for v in values)
+    if type(expr) is cst.UnaryOperation:
+        return _python_constant(ctx, expr.expression)
+    return isinstance(expr, (cst.BaseNumber, cst.BaseString))

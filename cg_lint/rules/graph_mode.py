@@ -12,10 +12,12 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
-from cg_lint.analyses.tensors import Tensors, bodies, body_nodes, python_value_uses, statement_of
+from cg_lint.analyses.contexts import asserts_eager, context_of
+from cg_lint.analyses.tensors import Tensors, body_nodes, python_value_uses, return_values, statement_of
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule, describe
+from cg_lint.model.bodies import all_bodies
 
 _GRAPH = "under tf.function"
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
@@ -36,6 +38,15 @@ def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
     return ctx.cache[key]
 
 
+def graph_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[FuncNode, str]]:
+    """The bodies (nested functions included) that can run under tf.function: none when the custom
+    gradient only ever runs eagerly (cg_lint.analyses.contexts), and not those asserting eager execution."""
+    if context_of(ctx.index, record).eager_only:
+        return []
+    return [(b.func, b.who) for b in all_bodies(ctx.index, record)
+            if not asserts_eager(ctx.index, b.top) and not asserts_eager(ctx.index, b.func)]
+
+
 class _Reporter:
     """One finding per statement and rule: the first problem on a line is the one to fix."""
 
@@ -49,6 +60,9 @@ class _Reporter:
             return None
         self.seen.add(id(stmt))
         line, column = self.ctx.position(stmt)
+        note = context_of(self.ctx.index, self.record).traced_note()
+        if note:  # the file shows the graph mode the message is about
+            message = message.replace(_GRAPH, _GRAPH + note, 1)
         return self.rule.finding(self.ctx, line, column, message, self.record.qualname)
 
 
@@ -88,6 +102,28 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
         elif (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "bool"
               and len(node.args) == 1 and not node.args[0].star):
             yield from tested(node.args[0].value, "bool()")
+        elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in _COMPARING:
+            yield from _compared(ctx, node)
+
+
+# builtins that take the truth value of (or compare) what they are given
+_COMPARING = frozenset({"max", "min", "any", "all", "sorted"})
+
+
+def _compared(ctx: LintContext, call: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """``max(a, b)`` compares a and b; ``any([a, b])`` tests each element (iterating one tensor is
+    CG010's business)."""
+    fn = call.func.value  # type: ignore[attr-defined]
+    if call_name(call, ctx.index.qualnames) != fn or any(a.star for a in call.args):
+        return
+    args = [a.value for a in call.args if a.keyword is None]
+    if fn in ("max", "min") and len(args) >= 2:
+        for arg in args:
+            yield arg, f"{fn}()"
+    elif len(args) == 1 and type(args[0]) in (cst.List, cst.Tuple):
+        for element in args[0].elements:
+            if type(element) is cst.Element:
+                yield element.value, f"{fn}()"
 
 
 _INSTEAD = {
@@ -99,6 +135,11 @@ _INSTEAD = {
     "or": "use tf.logical_or",
     "not": "use tf.logical_not",
     "bool()": "keep it a tensor: tf.where, or tf.cond with a scalar predicate",
+    "max()": "use tf.maximum (or tf.reduce_max)",
+    "min()": "use tf.minimum (or tf.reduce_min)",
+    "any()": "use tf.reduce_any",
+    "all()": "use tf.reduce_all",
+    "sorted()": "use tf.sort",
 }
 
 
@@ -298,12 +339,13 @@ g = tf.custom_gradient(lambda x: (x, lambda dy: dy if dy > 0 else -dy))  # expec
         for record in ctx.records:
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
-            for func, who in bodies(record):
+            for func, who in graph_bodies(ctx, record):
                 for expr, construct in truth_tests(ctx, func):
                     if not tensors.is_tensor(expr):
                         continue
                     verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
-                            "assert": "asserts on"}.get(construct, "takes the truth value of")
+                            "assert": "asserts on", "max()": "compares", "min()": "compares",
+                            "sorted()": "compares"}.get(construct, "takes the truth value of")
                     finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
                                            f"{_GRAPH} this {_BOOL_ERROR}; {_INSTEAD[construct]}")
                     if finding:
@@ -486,7 +528,7 @@ def tail_sum(x):
         for record in ctx.records:
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
-            for func, who in bodies(record):
+            for func, who in graph_bodies(ctx, record):
                 for node in body_nodes(func, ctx.index):
                     message = self._problem(ctx, tensors, node, who)
                     if message and (finding := report(node, message)):
@@ -502,9 +544,10 @@ def tail_sum(x):
                             f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
                             f"compute with TF ops instead")
                 return None
-            if type(func) is cst.Name and func.value in ("int", "float", "complex", "len", "range", "list",
-                                                             "tuple") and not ctx.index.enclosing_env_binds(func):
-                return self._builtin(func.value, args, tensors, who)
+            if type(func) is cst.Name and func.value in _BUILTINS and not ctx.index.enclosing_env_binds(func):
+                if call_name(node, ctx.index.qualnames) == func.value:  # not an import of the same name
+                    return self._builtin(func.value, args, tensors, who)
+                return None
             name = call_name(node, ctx.index.qualnames) or ""
             if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
                 bad = next((a for a in args if tensors.is_tensor(a)), None)
@@ -525,11 +568,15 @@ def tail_sum(x):
             return (f"{who} calls range() on a tensor ({describe(bad)}): {_GRAPH} this raises TypeError: "
                     f"'SymbolicTensor' object cannot be interpreted as an integer; use a static size "
                     f"(x.shape[i]), tf.range, tf.map_fn or tf.while_loop")
+        if fn in _ITERATING:
+            if fn in ("max", "min") and len(args) != 1:
+                return None  # max(a, b) compares a and b: CG009's business
+            iterated = args[1:] if fn == "map" else args if fn == "zip" else args[:1]
+            bad = next((a for a in iterated if tensors.is_single_tensor(a)), None)
+            return self._iterates(who, bad, fn) if bad is not None else None
         if len(args) != 1:
             return None
         arg = args[0]
-        if fn in ("list", "tuple"):
-            return self._iterates(who, arg) if tensors.is_single_tensor(arg) else None
         if not tensors.is_tensor(arg):
             return None
         if fn == "len":
@@ -539,10 +586,17 @@ def tail_sum(x):
                 f"TypeError: {_NUMBERS[fn]}; keep it a tensor (tf.cast) or use a static shape value")
 
     @staticmethod
-    def _iterates(who: str, expr: cst.BaseExpression) -> str:
-        return (f"{who} iterates over a tensor ({describe(expr)}): {_GRAPH} this raises "
+    def _iterates(who: str, expr: cst.BaseExpression, builtin: str | None = None) -> str:
+        how = f"iterates over a tensor with {builtin}()" if builtin else "iterates over a tensor"
+        return (f"{who} {how} ({describe(expr)}): {_GRAPH} this raises "
                 f"OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor is not allowed; use "
                 f"vectorised ops, tf.map_fn, or tf.unstack(x, num=...) with a static size")
+
+
+# builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate
+_ITERATING = frozenset({"list", "tuple", "set", "frozenset", "sum", "max", "min", "any", "all", "sorted",
+                        "enumerate", "zip", "map", "iter", "reversed"})
+_BUILTINS = frozenset({"int", "float", "complex", "len", "range"}) | _ITERATING
 
 
 # -- tf.cond with an element-wise predicate -------------------------------------------------------
@@ -685,7 +739,7 @@ def f(a, b):
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
             ranked = _RankEvidence(ctx, record, tensors)
-            for func, who in bodies(record):
+            for func, who in [(b.func, b.who) for b in all_bodies(ctx.index, record)]:
                 for node in body_nodes(func, ctx.index):
                     if type(node) is not cst.Call or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
                         continue
@@ -723,6 +777,33 @@ class _RankEvidence:
         self.ctx, self.tensors = ctx, tensors
         self.forward_env = ctx.index.env_for(record.node)
         self.ranked_inputs = self._ranked_inputs(record)
+        # while a helper's return is read: its env -> {parameter: the argument of the call}
+        self._arguments: dict[int, dict[str, cst.BaseExpression]] = {}
+
+    def _helper(self, call: cst.BaseExpression) -> tuple[cst.FunctionDef, dict[str, cst.BaseExpression],
+                                                         list[cst.BaseExpression]] | None:
+        """A call of a plain function of this file, its parameters bound to the call's arguments,
+        and its returned values: rank and element-wise facts survive one such call."""
+        if type(call) is not cst.Call or type(call.func) is not cst.Name:
+            return None
+        helper = self.tensors._helper(call.func)
+        returns = return_values(helper) if helper is not None else []
+        if helper is None or not returns or any(a.star for a in call.args) \
+                or id(self.ctx.index.env_for(helper)) in self._arguments:  # recursion: no fact
+            return None
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+        bound = dict(zip(params, (a.value for a in call.args if a.keyword is None)))
+        bound.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        return helper, bound, returns
+
+    def _argument(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """``expr`` itself, or the call's argument when it names a parameter of the helper being read."""
+        if type(expr) is cst.Name and self._arguments:
+            owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+            bound = self._arguments.get(id(self.ctx.index.env_for(owner)))
+            if bound is not None and expr.value in bound:
+                return bound[expr.value]
+        return expr
 
     def _ranked_inputs(self, record: CustomGradient) -> set[str]:
         """Inputs that every call in the file passes a tensor built with a non-empty shape or list."""
@@ -760,6 +841,16 @@ class _RankEvidence:
                 return None
             found = [self.elementwise_operand(v, depth + 1) for v in values]
             return found[0] if all(f is not None for f in found) else None
+        sub = self._helper(pred)
+        if sub is not None:  # `pred = positive(head)` with `def positive(t): return t > 0`
+            helper, bound, returns = sub
+            key = id(self.ctx.index.env_for(helper))
+            self._arguments[key] = bound
+            try:
+                found = [self.elementwise_operand(r, depth + 1) for r in returns]
+            finally:
+                del self._arguments[key]
+            return found[0] if all(f is not None for f in found) else None
         operands: list[cst.BaseExpression] = []
         if type(pred) is cst.Comparison:
             if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in pred.comparisons):
@@ -772,7 +863,7 @@ class _RankEvidence:
             operands = [a.value for a in pred.args if a.keyword is None and not a.star]
         else:
             return None
-        for operand in operands:
+        for operand in map(self._argument, operands):
             if self.tensors.is_tensor(operand) and self._ranked(operand, depth):
                 return operand
         return None
@@ -780,9 +871,19 @@ class _RankEvidence:
     def _ranked(self, expr: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
             return False
+        expr = self._argument(expr)
         if type(expr) is cst.Subscript:
             # x[:, 0] or x[1:] keeps a dimension; x[0] or x[0, 0] may be a scalar
             return any(type(s.slice) is cst.Slice for s in expr.slice)
+        sub = self._helper(expr)
+        if sub is not None:  # `head = first_column(x)` with `def first_column(t): return t[:, 0]`
+            helper, bound, returns = sub
+            key = id(self.ctx.index.env_for(helper))
+            self._arguments[key] = bound
+            try:
+                return all(self._ranked(r, depth + 1) for r in returns)
+            finally:
+                del self._arguments[key]
         if type(expr) is cst.Call:
             name = call_name(expr, self.ctx.index.qualnames) or ""
             last = name.rsplit(".", 1)[-1]
@@ -933,9 +1034,13 @@ def f(x, level):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             report = _Reporter(self, ctx, record)
+            running = {id(func) for func, _ in graph_bodies(ctx, record)}
             for name, uses in _python_values(ctx, record).items():
                 for node, how in uses:
-                    error = "TypeError" if how.endswith("()") and how != "bool()" else "OperatorNotAllowedInGraphError"
+                    if id(ctx.index.owner(node)) not in running:
+                        continue
+                    error = ("TypeError" if how.endswith("()") and how not in ("bool()", "max()", "min()")
+                             else "OperatorNotAllowedInGraphError")
                     finding = report(node, (
                         f"'{record.name}' uses its positional input '{name}' as a Python value ({how}): {_GRAPH} "
                         f"TF converts positional inputs to tensors before the body runs, so this raises {error}; "

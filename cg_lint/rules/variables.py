@@ -10,8 +10,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.contexts import asserts_eager, context_of
+from cg_lint.analyses.counting import ABSENT, variables_branch
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import Tensors, statement_of
+from cg_lint.analyses.variable_reads import reads_no_variable
 from cg_lint.findings import Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -272,6 +275,7 @@ class MyDense(tf.keras.layers.Dense):
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             if not record.variable_reads:
+                yield from self._without_variables(ctx, record)
                 continue
             for grad in record.grads:
                 if grad.accepts_variables:
@@ -283,6 +287,40 @@ class MyDense(tf.keras.layers.Dense):
                     f"TF raises TypeError at the forward call, eagerly and under tf.function (grad_fn must accept "
                     f"keyword argument 'variables'); add variables=None and return (input_grads, variable_grads)"),
                     record.qualname, _add_variables_fix(ctx, grad))
+
+
+    def _without_variables(self, ctx: LintContext, record: CustomGradient) -> Iterator[Finding]:
+        """A forward that certainly reads no variable: TF calls grad(*upstreams) alone, so a
+        required ``variables`` is missing and a default other than None is what grad sees."""
+        grads = [g for g in record.grads if g.declares_variables and not g.is_custom_gradient]
+        if not grads or not reads_no_variable(ctx.index, record):
+            return
+        for grad in grads:
+            sig = grad.signature
+            param = next(p for p in sig.positional + sig.kwonly if p.name == "variables")
+            default = param.node.default
+            if default is None:
+                kind = "keyword-only" if param in sig.kwonly else "positional"
+                message = (
+                    f"grad of '{record.name}' requires 'variables' but '{record.name}' reads no variable: TF then "
+                    f"calls grad without it, and taking the gradient raises TypeError: grad() missing 1 required "
+                    f"{kind} argument: 'variables' (eagerly and under tf.function); give it a default "
+                    f"(variables=None)")
+            elif not _empty_default(default):
+                message = (
+                    f"grad of '{record.name}' defaults 'variables' to {describe(default)} but '{record.name}' "
+                    f"reads no variable: TF calls grad without 'variables', so grad works on the default and its "
+                    f"variable gradients count as extra input gradients (ValueError eagerly, InternalError under "
+                    f"tf.function, when the gradient is taken); use variables=None")
+            else:
+                continue
+            yield self.finding(ctx, grad.line, grad.column, message, record.qualname)
+
+
+def _empty_default(expr: cst.BaseExpression) -> bool:
+    if type(expr) is cst.Name:
+        return expr.value == "None"
+    return type(expr) in (cst.Tuple, cst.List) and not expr.elements  # type: ignore[union-attr]
 
 
 def _add_variables_fix(ctx: LintContext, grad: GradFn) -> Fix | None:
@@ -423,12 +461,18 @@ class Layer(tf.keras.layers.Layer):
             tensors: Tensors | None = None
             for grad in _pair_grads(record):
                 for site in grad.returns:
+                    if variables_branch(ctx.index, grad, site.anchor) == ABSENT:
+                        continue  # never runs: the forward reads variables, so TF passes them
                     value = _literal(site.value, ctx)
                     elements = _elements(value)
                     if site.value is None:
                         what = "nothing"
                     elif elements is not None:
                         if len(elements) == 2:
+                            problem = self._variable_grads(ctx, record, elements[1])
+                            if problem:
+                                line, column = _line(ctx, site.anchor)
+                                yield self.finding(ctx, line, column, problem, record.qualname)
                             continue
                         what = plural(len(elements), "value")
                     else:
@@ -442,6 +486,27 @@ class Layer(tf.keras.layers.Layer):
                         f"({_listing(record.variable_reads, 2)}): TF unpacks (input_grads, variable_grads) and fails "
                         f"eagerly and under tf.function with errors that do not mention variables; return "
                         f"(input_grads, [one gradient per variable in variables])"), record.qualname)
+
+
+    @staticmethod
+    def _variable_grads(ctx: LintContext, record: CustomGradient, expr: cst.BaseExpression) -> str | None:
+        """The variable gradients of a pair: None, or a list shorter than the variables read."""
+        reads = record.variable_reads
+        value = _literal(expr, ctx)
+        if type(value) is cst.Name and value.value == "None":
+            return (f"grad of '{record.name}' returns None as its variable gradients but '{record.name}' reads "
+                    f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly and under tf.function, TF raises "
+                    f"TypeError: object of type 'NoneType' has no len(); return a list with one gradient (or None) "
+                    f"per variable in variables")
+        entries = _elements(value) if type(value) is cst.List else None
+        if entries is None or len(entries) >= len(reads):
+            return None
+        # each read is at least one variable (a layer holds several): a shorter list is too short
+        got = "an empty list" if not entries else f"{plural(len(entries), 'variable gradient')}"
+        return (f"grad of '{record.name}' returns {got} but '{record.name}' reads "
+                f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly and "
+                f"under tf.function, TF raises ValueError: Must return gradient for each variable from "
+                f"@custom_gradient grad_fn; return one gradient per v in variables")
 
 
 class VariableGradsNotList(Rule):
@@ -776,6 +841,7 @@ class VariableReadInGrad(Rule):
     name = "variable-read-in-grad"
     title = "a tf.Variable is read inside grad"
     theme = "variables"
+    opinionated = True
     VALID = (
         """
 import tensorflow as tf
@@ -872,7 +938,15 @@ class Dense(tf.keras.layers.Layer):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
+            context = context_of(ctx.index, record)
+            if context.eager_only:
+                continue  # Tensor.graph and autocast need graph mode
+            certain = context.control_flow_call
+            if certain is None and not self.explicit:
+                continue  # an opinion: reported when CG018 is selected by its code
             for grad in record.grads:
+                if asserts_eager(ctx.index, grad.node):
+                    continue
                 by_statement: dict[int, list[VariableRead]] = {}
                 for read in grad.variable_reads:
                     by_statement.setdefault(id(statement_of(ctx.index, read.anchor)), []).append(read)
@@ -881,12 +955,24 @@ class Dense(tf.keras.layers.Layer):
                     names = ", ".join(r.text for r in reads)
                     noun = "variable" if len(reads) == 1 else "variables"
                     line, column = _line(ctx, first.anchor)
-                    yield self.finding(ctx, line, column, (
-                        f"grad of '{record.name}' reads {noun} {names}: under tf.function, when the call is inside "
-                        f"tf.cond, this raises AttributeError: Tensor.graph is undefined, and under Keras mixed "
-                        f"precision it reads float32; read it once in the forward "
-                        f"({_value_name(first)} = tf.convert_to_tensor({first.text})) and use that in grad"),
-                        record.qualname)
+                    if certain is not None:
+                        why = (f"'{record.name}' is called inside tf.cond/tf.switch_case/tf.while_loop under "
+                               f"tf.function (line {certain.line}), where this raises AttributeError: Tensor.graph is "
+                               f"undefined when the gradient is taken")
+                    else:
+                        why = ("under tf.function, when the call is inside tf.cond, this raises AttributeError: "
+                               "Tensor.graph is undefined, and under Keras mixed precision it reads float32")
+                    if first.kind == "layer":
+                        verb, advice = "calls the Keras layer", (
+                            f"compute what grad needs from {first.text} in the forward (its output, or its "
+                            f"vector-Jacobian product with a tf.GradientTape there) and use that in grad")
+                        names = first.text
+                    else:
+                        verb, advice = f"reads {noun}", (
+                            f"read it once in the forward ({_value_name(first)} = "
+                            f"tf.convert_to_tensor({first.text})) and use that in grad")
+                    yield self.finding(ctx, line, column, f"grad of '{record.name}' {verb} {names}: {why}; {advice}",
+                                       record.qualname)
 
 
 def _value_name(read: VariableRead) -> str:
