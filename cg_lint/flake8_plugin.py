@@ -23,6 +23,7 @@ class Plugin:
     name = "cg-lint"
     version = __version__
     _decorators: frozenset[str] = frozenset()
+    _explicit: tuple[str, ...] = ()
     _markers: tuple[str, ...] = markers()
 
     # flake8 makes this a tree plugin because __init__ asks for `tree`
@@ -42,6 +43,10 @@ class Plugin:
     def parse_options(cls, options: Any) -> None:
         cls._decorators = frozenset(getattr(options, "cg_decorators", None) or ())
         cls._markers = markers(cls._decorators)
+        # codes flake8 selects by their full name (--extend-select CG018): opinionated rules report
+        # their opinions only then, as with cg-lint's own --select
+        chosen = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
+        cls._explicit = tuple(c for c in chosen if isinstance(c, str) and len(c) == 5 and c.startswith("CG"))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:
@@ -57,7 +62,7 @@ class Plugin:
         from cg_lint.config import Settings
         from cg_lint.engine import lint_source
 
-        settings = Settings(select=("CG",), decorators=self._decorators)
+        settings = Settings(select=("CG",), extend_select=self._explicit, decorators=self._decorators)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
         # the language server keeps this process between saves: reuse unchanged statements' parse
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)

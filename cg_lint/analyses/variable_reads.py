@@ -407,9 +407,58 @@ def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:
     forward_finder = VariableFinder(index, trainable_only=True)
     grad_finder = VariableFinder(index, trainable_only=False)
     for record in records:
-        record.variable_reads = forward_finder.reads(record.node, record)
+        forward, grads = _run_times(index, record)
+        record.variable_reads = _merged(forward_finder.reads(f, record) for f in forward)
         for grad in record.grads:
-            grad.variable_reads = grad_finder.reads(grad.node, record, created_ok=False)
+            grad.variable_reads = _merged(grad_finder.reads(f, record, created_ok=False) for f in grads[id(grad.node)])
+
+
+def _run_times(index: FileIndex, record: CustomGradient) -> tuple[list[FuncNode], dict[int, list[FuncNode]]]:
+    """The functions that run with the forward, and with each grad: functions nested in a grad run
+    with it, and so does a def nested in the forward that only a grad names (a helper of grad);
+    the other nested functions run with the forward (tf.cond branches, local helpers, lambdas)."""
+    bodies = all_bodies(index, record)
+    grads = {id(g.node): [g.node] for g in record.grads}
+    forward: list[FuncNode] = [record.node]
+    named_in: dict[str, list[int]] = {}  # name -> the grads (ids) that mention it
+    for body in bodies:
+        if body.in_grad:
+            for node in function_nodes(body.func):
+                if type(node) is cst.Name:
+                    named_in.setdefault(node.value, []).append(id(body.top))
+    forward_names = {node.value for b in bodies if not b.in_grad
+                     for node in function_nodes(b.func) if type(node) is cst.Name}
+    grad_time: dict[int, int] = {}  # a def nested in the forward -> the grad it runs with
+    for body in bodies:
+        if not body.nested:
+            continue
+        if body.in_grad:
+            grads[id(body.top)].append(body.func)
+            continue
+        owner = body.func
+        while owner is not None and owner is not record.node and id(owner) not in grad_time:
+            if type(owner) is cst.FunctionDef and owner.name.value in named_in \
+                    and owner.name.value not in forward_names:
+                grad_time[id(owner)] = named_in[owner.name.value][0]
+                break
+            owner = index.enclosing(owner, (cst.FunctionDef, cst.Lambda))
+        if owner is not None and id(owner) in grad_time:
+            grad_time[id(body.func)] = grad_time[id(owner)]
+            grads[grad_time[id(owner)]].append(body.func)
+        else:
+            forward.append(body.func)
+    return forward, grads
+
+
+def _merged(groups: Iterator[list[VariableRead]]) -> list[VariableRead]:
+    found: list[VariableRead] = []
+    seen: set[str] = set()
+    for group in groups:
+        for read in group:
+            if read.text not in seen:
+                seen.add(read.text)
+                found.append(read)
+    return found
 
 
 # modules whose names a forward may use without reading a variable of its own

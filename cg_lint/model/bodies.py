@@ -22,6 +22,9 @@ from cg_lint.syntax.index import FileIndex
 TENSOR_CALLBACK_OPS = frozenset({"while_loop", "map_fn", "vectorized_map", "scan", "foldl", "foldr",
                                  "while_loop_v2", "map_fn_v2"})
 BRANCH_OPS = frozenset({"cond", "switch_case", "case", "cond_for_tf_v2"})
+# ...and these convert their function with AutoGraph themselves (tf_convert with the current status),
+# so under tf.function its Python control flow works: not part of the unconverted body
+CONVERTING_OPS = frozenset({"map_fn", "map_fn_v2", "vectorized_map", "pfor"})
 RECORD_NODES = ("record-nodes",)  # memo key: ids of every custom-gradient definition in the file
 
 
@@ -74,11 +77,28 @@ def all_bodies(index: FileIndex, record: CustomGradient) -> list[Body]:
                     continue
                 if id(node) in seen or id(node) in records or is_tf_function(node, index):  # type: ignore[operator]
                     continue
+                if _converted_callback(index, node, func):
+                    continue
                 seen.add(id(node))
                 out.append(Body(node, f"{top.who} (in {_describe(node)})", top.func, top.in_grad, True))
                 stack.append(node)
     index.memo[key] = out
     return out
+
+
+def _converted_callback(index: FileIndex, func: FuncNode, scope: FuncNode) -> bool:
+    """Passed to tf.map_fn / tf.vectorized_map, directly or by name from ``scope``."""
+    if callback_of(index, func) in CONVERTING_OPS:
+        return True
+    if type(func) is not cst.FunctionDef:
+        return False
+    for node in function_nodes(scope):
+        if type(node) is cst.Call and any(type(a.value) is cst.Name and a.value.value == func.name.value
+                                          for a in node.args):
+            if any(n.startswith("tensorflow.") and n.rsplit(".", 1)[-1] in CONVERTING_OPS
+                   for n in index.qualnames(node.func)):
+                return True
+    return False
 
 
 def callback_of(index: FileIndex, func: FuncNode) -> str | None:

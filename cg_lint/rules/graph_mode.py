@@ -267,6 +267,92 @@ def f(x, flag):
     y = x * 2.0 if flag else x  # an input used only as a Python value is CG012's business
     return y, lambda dy: (dy, None)
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def numpy_tanh(x):
+    v = x.numpy()  # runs eagerly: tf.py_function below is its only caller
+    if v.sum() > 0:
+        v = np.tanh(v)
+    return v, lambda dy: dy
+
+def apply(x):
+    return tf.py_function(numpy_tanh, [x], tf.float32)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # every tf.function of this module runs eagerly
+
+@tf.custom_gradient
+def signed(x):
+    if tf.reduce_sum(x) > 0:
+        return x, lambda dy: dy
+    return -x, lambda dy: -dy
+
+# tf: grad(signed, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def debug_only(x):
+    assert tf.executing_eagerly(), "a debugging aid: call it eagerly"
+    if tf.reduce_any(tf.math.is_nan(x)):
+        raise ValueError("NaN input")
+    return tf.identity(x), lambda dy: dy
+
+def apply(x):
+    return debug_only(x) if tf.executing_eagerly() else tf.identity(x)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def _checked(x):
+    if tf.reduce_any(x < 0):  # only ever called eagerly: every call is guarded
+        raise ValueError("negative input")
+    return tf.sqrt(x), lambda dy: dy / (2.0 * tf.sqrt(x))
+
+def safe_sqrt(x):
+    if tf.executing_eagerly():
+        return _checked(x)
+    return tf.sqrt(x)
+
+# tf: grad(safe_sqrt, [1.0, 4.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled(x):
+    @tf.function  # AutoGraph converts a tf.function, nested or not
+    def helper(t):
+        if tf.reduce_sum(t) > 0:
+            return t * 2.0
+        return t
+    return helper(x), lambda dy: dy * 2.0
+
+# tf: grad(doubled, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def clipped(x):
+    def grad(dy):
+        # tf.map_fn converts its function with AutoGraph (it calls tf_convert): this `if` works traced
+        return tf.map_fn(lambda g: g if g < 1.0 else 1.0, dy)
+    return tf.identity(x), grad
+
+# tf: grad(clipped, [0.5, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -332,6 +418,87 @@ class Layer:
 import tensorflow as tf
 
 g = tf.custom_gradient(lambda x: (x, lambda dy: dy if dy > 0 else -dy))  # expect: CG009
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled_if_positive(x):
+    def positive():
+        if tf.reduce_sum(x) > 0:  # expect: CG009
+            return x * 2.0
+        return x
+    y = tf.cond(tf.reduce_all(x > -10.0), positive, lambda: x)  # a tf.cond branch is not converted either
+    return y, lambda dy: dy * 2.0
+
+# tf: grad(doubled_if_positive, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def halved_grad(x):
+    def grad(dy):
+        def clip(g):
+            if tf.reduce_max(g) > 1.0:  # expect: CG009
+                return g / 2.0
+            return g
+        return clip(dy)
+    return tf.identity(x), grad
+
+# tf: grad(halved_grad, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled_by_max(x):
+    m = max(tf.reduce_max(x), 0.0)  # expect: CG009
+    return x * m, lambda dy: dy * m
+
+# tf: grad(scaled_by_max, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+def first(t):
+    return tf.gather(t, 0)
+
+@tf.custom_gradient
+def signed(x):
+    if first(x) > 0:  # expect: CG009
+        y = x
+    else:
+        y = -x
+    return y, lambda dy: dy
+
+# tf: grad(signed, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled_while_positive(x):
+    def body(i, acc):
+        if acc[0] > 0:  # expect: CG009
+            acc = acc * 2.0
+        return i + 1, acc
+    _, y = tf.while_loop(lambda i, acc: i < 2, body, [0, x])
+    return y, lambda dy: dy * 4.0
+
+# tf: grad(doubled_while_positive, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def running_max(x):
+    def step(acc, v):
+        return acc if acc > v else v  # expect: CG009
+    y = tf.scan(step, x)
+    return y, lambda dy: dy
+
+# tf: grad(running_max, [0.5, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
     )
 
