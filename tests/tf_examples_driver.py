@@ -41,30 +41,38 @@ def examples():
 
 
 def _tensors(values):
-    return [v if isinstance(v, tf.Variable) else tf.constant(v) for v in values]
+    """Lists and floats become tensors; Python ints and bools stay Python values, as a caller's
+    configuration would (TF converts them itself, differently in each mode)."""
+    return [v if isinstance(v, (tf.Variable, int)) else tf.constant(v) for v in values]
 
 
 def grad(fn, *values):
-    """d sum(fn(*inputs)) / d inputs."""
+    """d sum(fn(*inputs)) / d the tensor inputs. The inputs are made outside the thunk: under
+    tf.function they are captured, not constants (Grappler folding a constant non-scalar tf.cond
+    predicate aborts the process instead of raising)."""
+    args = _tensors(values)
+
     def run():
-        args = _tensors(values)
+        watched = [a for a in args if tf.is_tensor(a)]
         with tf.GradientTape() as tape:
-            for a in args:
+            for a in watched:
                 tape.watch(a)
             out = fn(*args)
             loss = tf.add_n([tf.reduce_sum(o) for o in tf.nest.flatten(out)])
-        return tape.gradient(loss, args)
+        return tape.gradient(loss, watched)
     return run
 
 
 def call(fn, *values):
-    return lambda: fn(*_tensors(values))
+    args = _tensors(values)
+    return lambda: fn(*args)
 
 
 def var_grads(fn, value, variables):
     """d sum(fn(value)) / d variables."""
+    x = tf.constant(value)
+
     def run():
-        x = tf.constant(value)
         with tf.GradientTape() as tape:
             tape.watch(x)
             loss = tf.reduce_sum(fn(x))
@@ -74,8 +82,9 @@ def var_grads(fn, value, variables):
 
 def in_cond(fn, *values):
     """The gradient of ``fn`` called inside a tf.cond branch."""
+    args = _tensors(values)
+
     def run():
-        args = _tensors(values)
         with tf.GradientTape() as tape:
             for a in args:
                 tape.watch(a)
@@ -100,6 +109,7 @@ def main() -> None:
     helpers = {"grad": grad, "call": call, "var_grads": var_grads, "in_cond": in_cond, "tf": tf}
     results = {}
     for n, (key, source, expr, _) in enumerate(examples()):
+        print(f"running {key}", file=sys.stderr, flush=True)  # names the example if TF aborts the process
         name = f"cg_tf_example_{n}"
         with open(os.path.join(_MODULES, f"{name}.py"), "w", encoding="utf-8") as fh:
             fh.write(source)

@@ -628,6 +628,18 @@ def rest_sum(x):
         total += part
     return total, lambda dy: tf.concat([tf.zeros_like(dy[None]), tf.stack([dy] * 3)], 0)
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    parts = tf.unstack(x, num=2)  # a Python list of tensors: sum() adds them
+    s = sum(parts)
+    n = max(x.shape[0], 1)  # static shape: a Python int
+    return s / n, lambda dy: dy * tf.ones_like(x) / n
+
+# tf: grad(total, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -688,6 +700,41 @@ def tail_sum(x):
     for row in h:  # expect: CG010
         total += row
     return total, lambda dy: dy * tf.concat([[0.0], tf.fill(tf.shape(h), 2.0)], 0)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def cubed(x):
+    y = x
+    for _ in tf.range(2):  # expect: CG010
+        y = y * x
+    return y, lambda dy: dy * 3.0 * x * x
+
+# tf: grad(cubed, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    s = sum(x)  # expect: CG010
+    return s, lambda dy: dy * tf.ones_like(x)
+
+# tf: grad(total, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def relu_if_any(x):
+    def grad(dy):
+        def mask(g):
+            return g * 0.0 if not any(x > 0) else g  # expect: CG010
+        return mask(dy)
+    return tf.identity(x), grad
+
+# tf: grad(relu_if_any, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
     )
 
@@ -866,6 +913,20 @@ def f(x):
     y = tf.cond(first > 0, lambda: x, lambda: -x)
     return y, lambda dy: dy
 """,
+        """
+import tensorflow as tf
+
+def first_column(t):
+    return t[:, 0]
+
+@tf.custom_gradient
+def gated(x):
+    head = first_column(x)
+    y = tf.cond(tf.reduce_all(head > 0), lambda: x * 2.0, lambda: x)
+    return y, lambda dy: dy * 2.0
+
+# tf: grad(gated, [[1.0, 2.0], [3.0, 4.0]]) => both ok
+""",
     )
     INVALID = (
         """
@@ -898,6 +959,23 @@ def f(a, b):
     def grad(dy):
         return tf.cond(mask, lambda: (dy, dy), lambda: (dy, -dy))  # expect: CG011
     return a + b, grad
+""",
+        """
+import tensorflow as tf
+
+def first_column(t):
+    return t[:, 0]
+
+def positive(t):
+    return t > 0
+
+@tf.custom_gradient
+def gated(x):
+    head = first_column(x)  # rank and element-wise facts survive a helper call
+    y = tf.cond(positive(head), lambda: tf.math.log(x), lambda: tf.zeros_like(x))  # expect: CG011
+    return y, lambda dy: dy / x
+
+# tf: call(gated, [[1.0, 2.0], [3.0, 4.0]]) => eager raises truth value of an array; graph raises InvalidArgumentError
 """,
     )
 
@@ -1153,6 +1231,20 @@ def f(x, mask):
         mask = tf.ones_like(x)
     return x * mask, lambda dy: (dy * mask, None)
 """,
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # this module's tf.functions run eagerly: `times` stays an int
+
+@tf.custom_gradient
+def repeated(x, times):
+    y = x
+    for _ in range(times):
+        y = y * 2.0
+    return y, lambda dy: (dy * 2.0 ** times, None)
+
+# tf: grad(repeated, [1.0, 2.0], 2) => both ok
+""",
     )
     INVALID = (
         """
@@ -1195,6 +1287,21 @@ def f(x, level):
     if 0 < level:  # expect: CG012
         y = y + 1.0
     return y, lambda dy: (dy * 2.0, None)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def repeated(x, times):
+    def grad(dy):
+        def scale(g):
+            for _ in range(max(times, 1)):  # expect: CG012
+                g = g * 2.0
+            return g
+        return scale(dy), None
+    return tf.identity(x), grad
+
+# tf: grad(repeated, [1.0, 2.0], 2) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
     )
 
