@@ -8,6 +8,7 @@ import libcst as cst
 
 from cg_lint.analyses.counting import (
     ABSENT,
+    PRESENT,
     Kind,
     classify,
     expected_inputs,
@@ -17,6 +18,7 @@ from cg_lint.analyses.counting import (
 )
 from cg_lint.analyses.leaves import Counter
 from cg_lint.analyses.tensors import statement_of
+from cg_lint.analyses.variable_reads import reads_no_variable
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model.records import CustomGradient, ForwardReturn
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -305,6 +307,17 @@ class Layer:
     def _grad(self, dy):  # expect: CG002
         return dy
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x):
+    def grad(dy, *, scale):  # expect: CG002
+        return dy * scale
+    return x * 2.0, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises missing 1 required keyword-only argument: 'scale'
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -473,6 +486,31 @@ def scale(x, factor):
 
 same = functools.partial(scale)  # not a call with zero inputs
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def passthrough(x):
+    def grad(dy, variables=None):
+        if variables is None:
+            return dy  # TF passes no variables: input gradients only
+        return dy, [tf.zeros_like(v) for v in variables]
+    return tf.identity(x), grad
+
+# tf: grad(passthrough, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair_sum(xs, y):
+    a, b = xs
+    def grad(dz):
+        return dz, dz, dz  # one per element of xs, then y
+    return a + b + y, grad
+
+# tf: grad(lambda a, b, y: pair_sum([a, b], y), 1.0, 2.0, 3.0) => both ok
+""",
     )
     INVALID = (
         """
@@ -515,6 +553,46 @@ def f(x, y):
         return dz, [dz]  # expect: CG003
     return x * y * w, grad
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def passthrough(x):
+    def grad(dy, variables=None):
+        if variables is None:
+            return dy, None  # expect: CG003
+        return dy, [tf.zeros_like(v) for v in variables]
+    return tf.identity(x), grad
+
+# tf: grad(passthrough, [1.0, 2.0]) => eager raises expected to return 1 gradients, but returned 2; graph raises returned too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair_sum(xs, y):
+    a, b = xs  # a list input: TF flattens it into two inputs
+    def grad(dz):
+        return dz, dz  # expect: CG003
+    return a + b + y, grad
+
+# tf: grad(lambda a, b, y: pair_sum([a, b], y), 1.0, 2.0, 3.0) => eager raises expected to return 3 gradients, but returned 2; graph raises returned too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale=2.0):
+    return x * scale, lambda dy: dy * scale
+
+def twice(x):
+    return scaled(x)
+
+def thrice(x):
+    return scaled(x, 3.0)  # expect: CG003
+
+# tf: grad(thrice, [1.0, 2.0]) => eager raises expected to return 2 gradients, but returned 1; graph raises returned too few gradients
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -527,6 +605,9 @@ def f(x, y):
                 counter = grad_counter(record, grad, ctx.index)
                 for site in grad.returns:
                     branch = variables_branch(ctx.index, grad, site.anchor)
+                    if branch == ABSENT and record.variable_reads or branch == PRESENT and reads_no_variable(
+                            ctx.index, record):
+                        continue  # a branch that never runs: the forward's variables decide
                     counts = returned_counts(grad, site, counter, branch)
                     if counts is None:
                         returned = None

@@ -272,14 +272,14 @@ import numpy as np
 import tensorflow as tf
 
 @tf.custom_gradient
-def numpy_tanh(x):
-    v = x.numpy()  # runs eagerly: tf.py_function below is its only caller
+def _numpy_tanh(x):
+    v = x.numpy()  # runs eagerly: tf.py_function below is its only caller (and it is private)
     if v.sum() > 0:
         v = np.tanh(v)
     return v, lambda dy: dy
 
 def apply(x):
-    return tf.py_function(numpy_tanh, [x], tf.float32)
+    return tf.py_function(_numpy_tanh, [x], tf.float32)
 
 # tf: grad(apply, [1.0, 2.0]) => both ok
 """,

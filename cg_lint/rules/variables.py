@@ -183,6 +183,29 @@ drop = tf.keras.layers.Dropout(0.5)  # no weights
 def f(x):
     return drop(x), lambda dy: dy
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def identity_op(x):
+    def grad(dy, variables=()):  # an empty default: nothing extra is returned when TF passes none
+        return dy, [tf.zeros_like(v) for v in variables]
+    return tf.identity(x), grad
+
+# tf: grad(identity_op, [1.0, 2.0]) => both ok
+""",
+        """
+import types
+import tensorflow as tf
+
+settings = types.SimpleNamespace(scale=3.0)  # a plain number, not a variable
+
+@tf.custom_gradient
+def scaled(x):
+    return x * settings.scale, lambda dy: dy * settings.scale
+
+# tf: grad(scaled, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -269,6 +292,66 @@ class MyDense(tf.keras.layers.Dense):
                 return tf.matmul(dy, self.kernel, transpose_b=True)
             return tf.matmul(x, self.kernel), grad
         return f(x)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def identity_op(x):
+    def grad(dy, variables):  # expect: CG004
+        return dy
+    return tf.identity(x), grad
+
+# tf: grad(identity_op, [1.0, 2.0]) => both raises missing 1 required positional argument: 'variables'
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def doubled(x):
+    def grad(dy, variables=[w]):  # expect: CG004
+        return dy * 2.0, [tf.reduce_sum(dy * x) for _ in variables]
+    return x * 2.0, grad
+
+# tf: grad(doubled, [1.0, 2.0]) => eager raises expected to return 1 gradients, but returned 2; graph raises returned too few gradients
+""",
+        """
+import dataclasses
+import tensorflow as tf
+
+@dataclasses.dataclass
+class Params:
+    gain: tf.Variable
+
+params = Params(gain=tf.Variable(2.0))  # a module-level object holding a variable
+
+@tf.custom_gradient
+def amplified(x):
+    def grad(dy):  # expect: CG004
+        return dy * 2.0
+    return x * params.gain, grad
+
+# tf: grad(amplified, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import tensorflow as tf
+
+class Config:
+    def __init__(self):
+        self.scale = tf.Variable(3.0)
+
+config = Config()
+
+@tf.custom_gradient
+def scaled(x):
+    y = tf.cond(tf.reduce_all(x > 0), lambda: x * config.scale, lambda: x)  # the branch runs in the forward
+    def grad(dy):  # expect: CG004
+        return dy
+    return y, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
 """,
     )
 
@@ -424,6 +507,22 @@ def f(x):
         return helper(dy, variables)  # built elsewhere: not checked
     return x * w, grad
 """,
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        if variables is None:
+            return dy, None  # never runs: the forward reads w, so TF always passes variables
+        return dy * w_value, [tf.reduce_sum(dy * x) for _ in variables]
+    return x * w_value, grad
+
+# tf: var_grads(scaled, [1.0, 2.0], [w]) => both ok [3.0]
+""",
     )
     INVALID = (
         """
@@ -453,6 +552,49 @@ class Layer(tf.keras.layers.Layer):
                 return dy * y, dy, dy  # expect: CG005
             return y, grad
         return f(x)
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        return dy * w_value, None  # expect: CG005
+    return x * w_value, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises object of type 'NoneType' has no len()
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+b = tf.Variable(1.0, name="b")
+
+@tf.custom_gradient
+def affine(x):
+    w_value, b_value = tf.convert_to_tensor(w), tf.convert_to_tensor(b)
+    def grad(dy, variables=None):
+        return dy * w_value, [tf.reduce_sum(dy * x)]  # expect: CG005
+    return x * w_value + b_value, grad
+
+# tf: grad(affine, [1.0, 2.0]) => both raises Must return gradient for each variable
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        return dy * w_value, []  # expect: CG005
+    return x * w_value, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises Must return gradient for each variable
 """,
     )
 
