@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from cg_lint.config import Settings  # noqa: E402
-from cg_lint.files import iter_files  # noqa: E402
+from cg_lint.config import iter_files  # noqa: E402
 from cg_lint.prefilter import markers  # noqa: E402
 
 FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>CG\d+) (?P<msg>.*)$")

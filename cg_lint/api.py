@@ -10,6 +10,9 @@ from cg_lint import prefilter
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
 from cg_lint.findings import FileError, Finding
+from cg_lint.model.builder import qualname
+from cg_lint.syntax.index import FileIndex
+from cg_lint.syntax.names import BUILDER_MARKERS, CUSTOM_GRADIENT_BUILDERS
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,7 @@ class Definition:
     qualname: str  # "f", "Cls.method", "outer.<locals>.inner"
     line: int
     column: int
-    kind: str  # function | method | staticmethod | classmethod | nested | lambda
+    kind: str  # function | method | staticmethod | classmethod | nested | lambda | call (a TF builder's call)
     inputs: tuple[str, ...]
     has_varargs: bool
 
@@ -28,12 +31,16 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
     return result.findings, result.error
 
 
-def find_custom_gradients(source: str, path: str, settings: Settings | None = None) -> list[Definition]:
-    """Every custom-gradient definition in ``source``; [] when the source cannot be parsed."""
+def find_custom_gradients(source: str, path: str, settings: Settings | None = None,
+                          builders: bool = False) -> list[Definition]:
+    """Every custom-gradient definition in ``source`` (with the configured ``decorators``); [] when
+    the source cannot be parsed. ``builders``: also the calls of TF's helpers that build a custom
+    gradient at call time (``tf.recompute_grad(f)``), named as the function they are called in."""
     settings = settings or Settings()
+    markers = settings.markers() + (BUILDER_MARKERS if builders else ())
     # the same guard as linting: text CPython rejects, or nested deeper than libcst survives
     # (it can crash the process), never reaches libcst
-    plan = prefilter.plan(source, settings.markers(), reduce=False)
+    plan = prefilter.plan(source, markers, reduce=False)
     if plan.skip or plan.error is not None:
         return []
     try:
@@ -41,7 +48,38 @@ def find_custom_gradients(source: str, path: str, settings: Settings | None = No
         ctx = build_context(module, source, path, settings)
     except (cst.ParserSyntaxError, RecursionError):
         return []
-    return [
+    found = [
         Definition(r.name, r.qualname, r.line, r.column, r.kind, tuple(r.inputs), r.has_varargs)
         for r in ctx.records
     ]
+    if builders:
+        known = {d.qualname for d in found}
+        found += [d for d in _builder_calls(ctx.index) if d.qualname not in known]
+    return found
+
+
+def _builder_calls(index: FileIndex) -> list[Definition]:
+    found = []
+    for node in index.nodes:
+        if type(node) is not cst.Call or not node.args or node.args[0].keyword is not None:
+            continue
+        if type(node.func) not in (cst.Name, cst.Attribute) or not index.qualnames(node.func) & CUSTOM_GRADIENT_BUILDERS:
+            continue
+        arg = node.args[0].value
+        parent = index.parent(node)
+        target = parent.targets[0].target if type(parent) is cst.Assign and len(parent.targets) == 1 else None
+        name = (target.value if type(target) is cst.Name
+                else cst.helpers.get_full_name_for_node(arg) or "<lambda>")
+        nested = index.owner(node) is not None
+        inputs: tuple[str, ...] = ()
+        varargs = False
+        if type(arg) is cst.Lambda:
+            params = arg.params
+            inputs = tuple(p.name.value for p in (*params.posonly_params, *params.params))
+            varargs = type(params.star_arg) is cst.Param
+            kind = "lambda" if nested else "call"
+        else:
+            kind = "nested" if nested else "call"
+        line, column = index.position(node)
+        found.append(Definition(name, qualname(index, node, name), line, column, kind, inputs, varargs))
+    return found

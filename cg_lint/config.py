@@ -1,4 +1,7 @@
-"""Settings from ``[tool.cg_lint]`` in the nearest pyproject.toml, and rule selection."""
+"""The project, as both tools see it: where its configuration is (the nearest pyproject.toml with a
+``[tool.cg_lint]`` table), what the table says (rule selection, excludes, ``decorators``, and the
+``runtime`` table runtime-check reads), and which files belong to it (the walk).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +10,12 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from cg_lint.findings import FileError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -167,7 +173,8 @@ def find_config(start: Path) -> Path | None:
                 data = tomllib.loads(candidate.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
                 continue
-            if "cg_lint" in data.get("tool", {}):
+            tool = data.get("tool", {})
+            if isinstance(tool, dict) and "cg_lint" in tool:
                 return candidate
     return None
 
@@ -183,7 +190,10 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
         raise ConfigError(f"{config}: cannot read: {e.strerror or e}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ConfigError(f"{config}: invalid TOML: {e}") from None
-    table = data.get("tool", {}).get("cg_lint", {})
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):  # `tool = 5`: one line, not an AttributeError
+        raise ConfigError(f"{config}: tool must be a table")
+    table = tool.get("cg_lint", {})
     return settings_from_table(table, str(Path(config).resolve().parent), str(config))
 
 
@@ -239,3 +249,68 @@ def check_code_prefix(value: str, where: str) -> None:
 
     if value != "ALL" and not re.fullmatch(r"CG\d{0,3}", value):
         raise ConfigError(f"{where}: '{value}' is not a rule code or prefix (e.g. CG003, CG0, ALL)")
+
+
+# -- the files of the project ------------------------------------------------------------------
+
+def iter_files(paths: list[str], settings: Settings, force_exclude: bool = False) -> Iterator[str | FileError]:
+    """Python files under ``paths``. The paths named here are linted even where an exclude would
+    match them (ruff's rule); ``force_exclude`` applies the excludes to them too (pre-commit)."""
+    excluder = settings.excluder()
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            yield FileError(raw, "no such file or directory")
+            continue
+        if force_exclude and raw not in (".", "./") and excluder.excluded(raw):
+            continue
+        if path.is_file():
+            yield raw
+            continue
+        yield from _walk(raw, excluder)
+
+
+def _walk(top: str, excluder: Excluder) -> Iterator[str | FileError]:
+    """Like ``os.walk`` top-down in sorted order (a folder's files, then its subfolders), but one
+    ``scandir`` per folder and no other system call: symlinked folders are not entered (``os.walk``
+    checks each folder with ``lstat``), and a virtualenv is recognised from its own listing (its
+    ``pyvenv.cfg``), not by a ``stat`` from its parent. A folder that cannot be listed is reported,
+    where ``os.walk`` would skip it without a word."""
+    stack = [(top, _listing(top))]
+    while stack:
+        folder, entries = stack.pop()
+        if isinstance(entries, OSError):
+            yield FileError(folder, f"cannot read folder: {entries.strerror or entries}")
+            continue
+        files: list[str] = []
+        dirs: list[tuple[str, list[os.DirEntry] | OSError]] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if not is_dir:
+                if name.endswith((".py", ".pyi")) and not excluder.entry_excluded(entry.path, name):
+                    files.append(name)
+            elif not entry.is_symlink() and not excluder.entry_excluded(entry.path, name):
+                listing = _listing(entry.path)
+                if isinstance(listing, OSError) or not any(e.name == "pyvenv.cfg" and _exists(e) for e in listing):
+                    dirs.append((name, listing))
+        for name in sorted(files):
+            yield os.path.join(folder, name)
+        dirs.sort(reverse=True, key=lambda pair: pair[0])
+        stack.extend((os.path.join(folder, name), listing) for name, listing in dirs)
+
+
+def _listing(folder: str) -> list[os.DirEntry] | OSError:
+    try:
+        with os.scandir(folder) as it:
+            return list(it)
+    except OSError as e:
+        return e
+
+
+def _exists(entry: os.DirEntry) -> bool:
+    """``os.path.exists`` of an entry: a dangling symlink does not count."""
+    return not entry.is_symlink() or os.path.exists(entry.path)

@@ -46,6 +46,7 @@ class Finding:
         return (self.path, self.line, self.column, self.code)
 
     def to_json(self) -> dict[str, Any]:
+        """The JSON output's record, and what runtime-check's worker sends its parent."""
         data = asdict(self)
         data["fix"] = None if self.fix is None else {
             "title": self.fix.title,
@@ -53,6 +54,19 @@ class Finding:
             "edits": [asdict(e) for e in self.fix.edits],
         }
         return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        """The inverse of ``to_json`` (keys it does not know are ignored; optional ones may be absent)."""
+        fix = data.get("fix")
+        return cls(
+            path=data["path"], line=int(data["line"]), column=int(data["column"]), code=data["code"],
+            message=data["message"], function=data.get("function"),
+            end_line=data.get("end_line"), end_column=data.get("end_column"),
+            fix=None if fix is None else Fix(fix["title"], tuple(Edit(**e) for e in fix["edits"]),
+                                             fix.get("safe", True)),
+            mode=data.get("mode"),
+        )
 
 
 @dataclass(frozen=True)

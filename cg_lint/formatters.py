@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from cg_lint import __version__
+from cg_lint.codes import CODES
 from cg_lint.findings import Finding
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
@@ -159,13 +160,16 @@ def _section(doc: str, heading: str) -> str | None:
 
 
 def rule_descriptor(code: str, level: str = "error") -> dict:
+    entry = CODES.get(code)
+    if entry is None:
+        return {"id": code, "shortDescription": {"text": f"{code} (not a cg-lint code)"},
+                "defaultConfiguration": {"level": level}}
+    if not entry.is_rule:
+        return {"id": code, "name": entry.name, "shortDescription": {"text": entry.summary},
+                "defaultConfiguration": {"level": level}, "properties": {"tags": [entry.theme]}}
     from cg_lint.rules import RULES_BY_CODE  # late: runtime-check imports this module cheaply
 
-    rule = RULES_BY_CODE.get(code)
-    if rule is None:
-        kind = "runtime-check" if re.fullmatch(r"CG1\d\d", code) else "cg-lint"
-        return {"id": code, "shortDescription": {"text": f"{code} (reported by {kind})"},
-                "defaultConfiguration": {"level": level}}
+    rule = RULES_BY_CODE[code]
     doc = rule.doc()
     body = doc.split("\n", 1)[1].strip()
     return {

@@ -14,8 +14,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from cg_lint.config import Settings
-from cg_lint.files import iter_files
+from cg_lint.config import Settings, iter_files
 from cg_lint.findings import FileError, FileResult
 from cg_lint.prefilter import might_contain
 

@@ -21,6 +21,8 @@ import tensorflow as tf
 from tensorflow.python.ops import custom_gradient as _tf_custom_gradient_module
 from tensorflow.python.util import tf_decorator, tf_inspect
 
+from cg_lint.codes import CG001, CG002, CG003, CG004, CG005, CG006, CG008, CG101, CG102, CG103, CG104, CG105
+
 from .classify import classify, is_graph_only
 from .issues import RECORDER, CustomGradientCheckError, DefInfo, check_error, definition_info
 
@@ -168,15 +170,15 @@ class _CheckedCall:
             message = (
                 f"the forward must return a pair (outputs, grad_fn) but returned {_describe_value(out)}"
             )
-            self.record("CG001", message)
-            raise check_error("CG001", f"'{self.name}': {message}")
+            self.record(CG001, message)
+            raise check_error(CG001, f"'{self.name}': {message}")
         result, grad_fn = out
         if not callable(grad_fn):
             swapped = " (swapped? the first element is callable)" if callable(result) else ""
             message = (f"the second element returned by the forward is {type(grad_fn).__name__}, "
                        f"not a callable grad_fn{swapped}")
-            self.record("CG001", message)
-            raise check_error("CG001", f"'{self.name}': {message}")
+            self.record(CG001, message)
+            raise check_error(CG001, f"'{self.name}': {message}")
         flat_result = tf.nest.flatten(result)
         self.n_outputs = len(flat_result)
         if self.mode == "eager":
@@ -241,8 +243,8 @@ class _CheckedCall:
             message = (
                 f"grad_fn{signature} cannot take {count} upstream gradient(s), one per flattened output"
             )
-            self.record("CG002", message)
-            raise check_error("CG002", f"'{self.name}': {message}") from None
+            self.record(CG002, message)
+            raise check_error(CG002, f"'{self.name}': {message}") from None
 
     def _check_variable_form(self, out: Any, n_variables: int) -> tuple[Any, list[Any]]:
         if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -250,19 +252,19 @@ class _CheckedCall:
                 f"the forward reads {n_variables} variable(s) but grad returns {_describe_value(out)}, "
                 "not a pair (input_grads, variable_grads)"
             )
-            self.record("CG005", message)
-            raise check_error("CG005", f"'{self.name}': {message}")
+            self.record(CG005, message)
+            raise check_error(CG005, f"'{self.name}': {message}")
         input_grads, var_grads = out
         if not isinstance(var_grads, list):
             message = (
                 f"variable gradients must be a list, one per variable, not {_describe_value(var_grads)}"
             )
-            self.record("CG006", message)
-            raise check_error("CG006", f"'{self.name}': {message}")
+            self.record(CG006, message)
+            raise check_error(CG006, f"'{self.name}': {message}")
         if len(var_grads) != n_variables:
             message = f"grad returns {len(var_grads)} variable gradient(s) for {n_variables} variable(s)"
-            self.record("CG003", message)
-            raise check_error("CG003", f"'{self.name}': {message}")
+            self.record(CG003, message)
+            raise check_error(CG003, f"'{self.name}': {message}")
         return input_grads, var_grads
 
     def _check_input_grads(self, input_grads: Any, upstreams: tuple[Any, ...]) -> None:
@@ -270,13 +272,13 @@ class _CheckedCall:
         if len(flat) != len(self.inputs):
             names = ", ".join(s.name for s in self.inputs)
             message = f"grad returns {len(flat)} gradient(s) for {len(self.inputs)} input(s) ({names})"
-            self.record("CG003", message)
-            raise check_error("CG003", f"'{self.name}': {message}")
+            self.record(CG003, message)
+            raise check_error(CG003, f"'{self.name}': {message}")
         for spec, grad in zip(self.inputs, flat):
             if grad is None:
                 if spec.floating:
                     self.record(
-                        "CG104",
+                        CG104,
                         f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "
                         "the caller silently gets no gradient",
                         spec.name,
@@ -290,12 +292,12 @@ class _CheckedCall:
             return
         if not _is_gradient_value(grad):
             kind = "NumPy array" if isinstance(grad, (np.ndarray, np.generic)) else f"Python {type(grad).__name__}"
-            self.record("CG103", f"grad returns a {kind} for {what} '{name}', not a tensor", name)
+            self.record(CG103, f"grad returns a {kind} for {what} '{name}', not a tensor", name)
             return
         got_shape = _gradient_shape(grad)
         if shape is not None and got_shape is not None and not got_shape.is_compatible_with(shape):
             self.record(
-                "CG101",
+                CG101,
                 f"gradient for {what} '{name}' has shape {tuple(got_shape.as_list())} but the {what} has shape "
                 f"{tuple(shape.as_list())}",
                 name,
@@ -303,7 +305,7 @@ class _CheckedCall:
         got_dtype = tf.as_dtype(grad.dtype)
         if dtype is not None and (dtype.is_floating or dtype.is_complex) and got_dtype != dtype:
             self.record(
-                "CG102", f"gradient for {what} '{name}' has dtype {got_dtype.name} but the {what} is {dtype.name}", name
+                CG102, f"gradient for {what} '{name}' has dtype {got_dtype.name} but the {what} is {dtype.name}", name
             )
         if (
             current_mode() == "eager"
@@ -312,7 +314,7 @@ class _CheckedCall:
             and _all_finite(upstreams)
             and not _all_finite([grad])
         ):
-            self.record("CG105", f"gradient for {what} '{name}' contains NaN/Inf where the forward is finite", name)
+            self.record(CG105, f"gradient for {what} '{name}' contains NaN/Inf where the forward is finite", name)
 
     def _record_graph_failure(self, exc: Exception, where: str) -> None:
         """A failure only graph mode produces (CG009-CG012) is the static rule, confirmed."""
@@ -322,7 +324,7 @@ class _CheckedCall:
         if found is None:
             return
         code, reason = found
-        if is_graph_only(code) or code in ("CG008", "CG004"):
+        if is_graph_only(code) or code in (CG008, CG004):
             RECORDER.record(
                 self.info, code,
                 f"'{self.name}': {reason.rstrip('.')} (in {where}; confirmed at runtime under {current_mode()})",
@@ -377,7 +379,7 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
             if mode == "eager" else "TensorFlow raises ValueError"
         )
         RECORDER.record(
-            info, "CG008",
+            info, CG008,
             f"'{info.qualname}': called with keyword argument(s) {', '.join(sorted(kwargs))}; {consequence}"
             + ("" if mode == "eager" else f" (confirmed at runtime under {mode})"),
             mode,
@@ -393,7 +395,7 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
     except TypeError as exc:
         if "must accept keyword argument 'variables'" in str(exc):
             RECORDER.record(
-                info, "CG004",
+                info, CG004,
                 f"'{info.qualname}': the forward reads trainable variables but grad_fn does not accept "
                 f"`variables` (confirmed at runtime, {mode})",
                 mode,

@@ -9,33 +9,32 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from cg_lint.codes import CG001, CG003, CG004, CG006, CG008, CG009, CG010, CG011, CG012, CODES, Code
+
 from .issues import check_error_detail, code_of_check_error
 
 # (code, substrings any of which identifies it, short description)
-_PATTERNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("CG008", ("supports keywords arguments only when eager",), "keyword arguments at the call site"),
-    ("CG004", ("must accept keyword argument 'variables'",),
+_PATTERNS: tuple[tuple[Code, tuple[str, ...], str], ...] = (
+    (CG008, ("supports keywords arguments only when eager",), "keyword arguments at the call site"),
+    (CG004, ("must accept keyword argument 'variables'",),
      "the forward reads variables but grad does not accept `variables`"),
-    ("CG006", ('can only concatenate list (not "tuple") to list',),
+    (CG006, ('can only concatenate list (not "tuple") to list',),
      "variable gradients returned as a tuple, not a list"),
-    ("CG003", ("Must return gradient for each variable", "expected to return", "returned too few gradients",
+    (CG003, ("Must return gradient for each variable", "expected to return", "returned too few gradients",
                "returned too many gradients", "Num gradients"), "wrong number of gradients"),
-    ("CG001", ("unsupported callable", "too many values to unpack (expected 2)",
+    (CG001, ("unsupported callable", "too many values to unpack (expected 2)",
                "not enough values to unpack (expected 2"),
      "the forward does not return (outputs, grad_fn)"),
-    ("CG010", ("has no attribute 'numpy'", "argument must be a string or a real number, not 'SymbolicTensor'",
+    (CG010, ("has no attribute 'numpy'", "argument must be a string or a real number, not 'SymbolicTensor'",
                "argument must be a string, a bytes-like object or a real number, not 'SymbolicTensor'",
                "len is not well defined for a symbolic Tensor", "Cannot convert a symbolic tf.Tensor to a numpy array",
                "Cannot convert a symbolic Tensor", "__array__"),
      "`.numpy()`, `float()`, `int()`, `len()` or NumPy on a symbolic tensor"),
-    ("CG011", ("must be a scalar, but it has shape",), "`tf.cond` with a non-scalar predicate"),
-    ("CG009", ("symbolic tf.Tensor as a Python bool", "Iterating over a symbolic tf.Tensor",
+    (CG011, ("must be a scalar, but it has shape",), "`tf.cond` with a non-scalar predicate"),
+    (CG009, ("symbolic tf.Tensor as a Python bool", "Iterating over a symbolic tf.Tensor",
                "cannot be interpreted as an integer"),
      "Python control flow on a tensor"),
 )
-
-_GRAPH_ONLY = frozenset({"CG009", "CG010", "CG011", "CG012"})
-
 
 def classify(exc: BaseException, python_positionals: Sequence[object] = ()) -> tuple[str, str] | None:
     """``(code, one-line reason)`` for a contract failure, else ``None``.
@@ -49,14 +48,14 @@ def classify(exc: BaseException, python_positionals: Sequence[object] = ()) -> t
     text = str(exc).replace("`", "")
     for code, needles, description in _PATTERNS:
         if any(needle in text for needle in needles):
-            if code == "CG009" and any(isinstance(v, (bool, int, str)) for v in python_positionals):
-                code, description = "CG012", "a positional Python flag/int parameter used as a Python value"
+            if code == CG009 and any(isinstance(v, (bool, int, str)) for v in python_positionals):
+                code, description = CG012, "a positional Python flag/int parameter used as a Python value"
             return code, f"{description}: {type(exc).__name__}: {first_line(text)}"
     return None
 
 
 def is_graph_only(code: str) -> bool:
-    return code in _GRAPH_ONLY
+    return code in CODES and CODES[code].graph_only
 
 
 def first_line(text: str, limit: int = 160) -> str:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from cg_lint.codes import INFO_CODES
+from cg_lint.config import ConfigError, Settings, load_settings
 from cg_lint.formatters import FORMATS
 
 from . import __version__
@@ -40,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also check that grad returns zeros for a zero upstream")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
-    parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint.runtime] from this file")
+    parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint] (and its runtime table) from this file")
     parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
     return parser
 
@@ -66,21 +68,21 @@ def _run(args: argparse.Namespace) -> int:
             import matplotlib  # noqa: F401
         except ImportError:
             return _error("--plot needs matplotlib; install it with: pip install 'cg-lint[plot]'")
+    if args.config and not Path(args.config).is_file():
+        return _error(f"{args.config}: no such file")
     try:
-        config_path = Path(args.config) if args.config else specs.find_pyproject(Path.cwd())
-        if args.config and not Path(args.config).is_file():
-            return _error(f"{args.config}: no such file")
-        config = specs.load(config_path)
-    except specs.SpecError as exc:
+        settings = load_settings(Path(args.config) if args.config else None)
+        config = specs.from_settings(settings)
+    except ConfigError as exc:
         return _error(str(exc), prefix=False)
     try:
-        units = expand(args.targets)
+        units = expand(args.targets, settings=settings)
     except TargetError as exc:
         return _error(str(exc), prefix=False)
 
     only = None
     if args.only_flagged:
-        only, message = _flagged(units)
+        only, message = _flagged(units, settings)
         if message:
             return _error(message)
     options = {
@@ -95,7 +97,7 @@ def _run(args: argparse.Namespace) -> int:
             print("[]")
         return EXIT_CLEAN
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
-                        progress=runner.Progress())
+                        progress=runner.Progress(), decorators=settings.decorators)
     for line in result.errors:
         sys.stderr.write(line + "\n")
     raw = list(result.findings)
@@ -108,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "text" and result.entries:
         rows = []
         for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
-            failing = [f for f in entry.findings if f["code"] != "CG130"]
+            failing = [f for f in entry.findings if f["code"] not in INFO_CODES]
             status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs"}.get(entry.status)
             if status is None:
                 status = f"{len(failing)} finding(s)" if failing else "ok"
@@ -132,18 +134,16 @@ def _short_path(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def _flagged(units: list) -> tuple[dict[str, list[str]] | None, str | None]:
-    """Qualnames cg-lint flags, per unit index; needs the linter's public API."""
-    try:
-        from cg_lint.api import lint_source
-    except ImportError:
-        return None, "--only-flagged needs cg_lint.api (lint_source), which this installation lacks"
+def _flagged(units: list, settings: Settings) -> tuple[dict[str, list[str]] | None, str | None]:
+    """Qualnames cg-lint flags (with the project's settings), per unit index."""
+    from cg_lint.api import lint_source
+
     flagged: dict[str, list[str]] = {}
     for index, unit in enumerate(units):
         if unit.path is None:
             return None, f"--only-flagged needs file or folder targets, not the module name '{unit.module}'"
         source = Path(unit.path).read_text(encoding="utf-8", errors="replace")
-        findings, error = lint_source(source, unit.path)
+        findings, error = lint_source(source, unit.path, settings)
         flagged[str(index)] = sorted({f.function for f in findings if f.function})
     return flagged, None
 

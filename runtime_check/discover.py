@@ -1,66 +1,48 @@
 """Find the custom gradients of an imported module and how to call them (the *entries*).
 
-Definitions come from cg-lint's model (``cg_lint.api.find_custom_gradients``) when available, from
-a small ``ast`` scan otherwise, and from the checked decorator's registry (anything decorated at
-import time). An entry is what the worker calls: the decorated function itself, a bound method of
-a fresh instance, a Keras layer instance, or the module-level function/method that decorates a
-custom gradient at call time (``outer.<locals>.inner`` is exercised through ``outer``).
+Definitions come from cg-lint's model (``cg_lint.api.find_custom_gradients``, with the project's
+configured ``decorators``, and the callers of TF's own builders such as ``tf.recompute_grad``) and
+from the checked decorator's registry (anything decorated at import time). An entry is what the
+worker calls: the decorated function itself, a bound method of a fresh instance, a Keras layer
+instance, or the module-level function/method that decorates a custom gradient at call time
+(``outer.<locals>.inner`` is exercised through ``outer``).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import inspect
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Callable
 
+from cg_lint.api import Definition, find_custom_gradients
+from cg_lint.config import ConfigError, Settings, load_settings
+
 from .issues import DefInfo
 
 KINDS_AT_CALL_TIME = frozenset({"nested", "lambda", "call"})
 
 
-@dataclass(frozen=True)
-class StaticDef:
-    """cg-lint's ``Definition``, or the fallback scan's equivalent."""
-
-    name: str
-    qualname: str
-    line: int
-    column: int
-    kind: str
-    inputs: tuple[str, ...] = ()
-    has_varargs: bool = False
-
-
-def linter_api() -> Any | None:
+def static_definitions(source: str, path: str, settings: Settings | None = None) -> list[Definition]:
+    """cg-lint's definitions in ``source``, with the callers of TF's custom-gradient builders."""
     try:
-        from cg_lint import api
-    except ImportError:
-        return None
-    return api if hasattr(api, "find_custom_gradients") else None
+        return find_custom_gradients(source, path, settings or project_settings(), builders=True)
+    except Exception:  # a linter bug must not stop the runtime check; decorated functions still are
+        return []
 
 
-def static_definitions(source: str, path: str) -> list[StaticDef]:
-    """cg-lint's definitions, plus what the small scan adds (callers of ``tf.recompute_grad`` ...)."""
-    scanned = ast_definitions(source)
-    api = linter_api()
-    if api is None:
-        return scanned
+@functools.lru_cache(maxsize=1)
+def project_settings() -> Settings:
+    """The configuration cg-lint would use from here (its ``decorators`` name custom gradients too)."""
     try:
-        defs = [
-            StaticDef(d.name, d.qualname, d.line, d.column, d.kind, tuple(d.inputs), bool(d.has_varargs))
-            for d in api.find_custom_gradients(source, path)
-        ]
-    except Exception:  # a linter bug must not stop the runtime check; the scan still works
-        return scanned
-    known = {d.qualname for d in defs}
-    return defs + [d for d in scanned if d.qualname not in known]
+        return load_settings()
+    except ConfigError:  # the command line reports a bad configuration; discovery goes on without it
+        return Settings()
 
 
 @functools.lru_cache(maxsize=256)
-def _definitions_in_file(path: str) -> dict[str, StaticDef]:
+def _definitions_in_file(path: str) -> dict[str, Definition]:
     try:
         source = open(path, encoding="utf-8").read()
     except (OSError, UnicodeDecodeError):
@@ -74,77 +56,6 @@ def static_location(path: str | None, qualname: str) -> tuple[int, int] | None:
         return None
     found = _definitions_in_file(path).get(qualname)
     return None if found is None else (found.line, found.column)
-
-
-# -- fallback: a small ast scan ----------------------------------------------------------------------
-
-
-def _dotted(node: ast.AST) -> str:
-    if isinstance(node, ast.Call):
-        return _dotted(node.func)
-    if isinstance(node, ast.Attribute):
-        return f"{_dotted(node.value)}.{node.attr}"
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
-
-
-# TF's own helpers that build a custom gradient when called: their callers are exercised too.
-CUSTOM_GRADIENT_BUILDERS = frozenset({"custom_gradient", "recompute_grad", "grad_pass_through"})
-
-
-def _is_custom_gradient(node: ast.AST) -> bool:
-    return _dotted(node).split(".")[-1] in CUSTOM_GRADIENT_BUILDERS
-
-
-def _inputs(args: ast.arguments, drop_first: bool) -> tuple[tuple[str, ...], bool]:
-    names = [a.arg for a in [*args.posonlyargs, *args.args]]
-    if drop_first and names:
-        names = names[1:]
-    return tuple(names), args.vararg is not None
-
-
-def ast_definitions(source: str) -> list[StaticDef]:
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found: list[StaticDef] = []
-
-    def visit(body: list[ast.stmt], prefix: str, scope: str) -> None:
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                qualname = f"{prefix}{node.name}"
-                decorators = [_dotted(d).split(".")[-1] for d in node.decorator_list]
-                if any(_is_custom_gradient(d) for d in node.decorator_list):
-                    if scope == "class":
-                        kind = ("staticmethod" if "staticmethod" in decorators
-                                else "classmethod" if "classmethod" in decorators else "method")
-                    else:
-                        kind = "nested" if scope == "function" else "function"
-                    inputs, varargs = _inputs(node.args, kind in ("method", "classmethod"))
-                    found.append(StaticDef(node.name, qualname, node.lineno, node.col_offset + 1, kind, inputs,
-                                           varargs))
-                visit(node.body, f"{qualname}.<locals>.", "function")
-            elif isinstance(node, ast.ClassDef):
-                visit(node.body, f"{prefix}{node.name}.", "class")
-            else:
-                for sub in ast.walk(node):
-                    direct = isinstance(sub, ast.Call) and not isinstance(sub.func, ast.Call)
-                    if direct and _is_custom_gradient(sub.func) and sub.args:
-                        target = getattr(node, "targets", [None])[0] if isinstance(node, ast.Assign) else None
-                        name = target.id if isinstance(target, ast.Name) else _dotted(sub.args[0]) or "<lambda>"
-                        kind = "call" if scope != "function" else "nested"
-                        if isinstance(sub.args[0], ast.Lambda):
-                            inputs, varargs = _inputs(sub.args[0].args, False)
-                            kind = "lambda" if scope == "function" else "call"
-                        else:
-                            inputs, varargs = (), False
-                        found.append(StaticDef(name, f"{prefix}{name}", sub.lineno, sub.col_offset + 1, kind, inputs,
-                                               varargs))
-
-    visit(tree.body, "", "module")
-    return found
 
 
 # -- entries -------------------------------------------------------------------------------------------
@@ -161,7 +72,7 @@ class Entry:
     make: Callable[[], Callable[..., Any]]
     names: list[str]
     problem: str | None = None
-    definitions: list[StaticDef] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)
 
 
 def _is_keras_layer(cls: type) -> bool:
@@ -198,29 +109,29 @@ def _resolve(module: ModuleType, dotted: str) -> Any:
     return obj
 
 
-def entries_for(module: ModuleType, path: str, defs: list[StaticDef], inits: dict[str, dict[str, Any]]) -> list[Entry]:
+def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: dict[str, dict[str, Any]]) -> list[Entry]:
     """One entry per distinct top-level callable; unresolvable definitions become problem entries."""
     from .checked import checked_definition
 
     entries: dict[str, Entry] = {}
 
-    def location(d: StaticDef) -> DefInfo:
+    def location(d: Definition) -> DefInfo:
         return DefInfo(d.qualname, module.__name__, path, d.line, d.column)
 
     def add(qualname: str, loc: DefInfo, make: Callable[[], Callable[..., Any]], names: list[str],
-            d: StaticDef | None = None, problem: str | None = None) -> None:
+            d: Definition | None = None, problem: str | None = None) -> None:
         entry = entries.get(qualname)
         if entry is None:
             entry = entries[qualname] = Entry(qualname, loc, make, names, problem)
         if d is not None:
             entry.definitions.append(d)
 
-    def unusable(qualname: str, loc: DefInfo, why: str, d: StaticDef | None = None) -> None:
+    def unusable(qualname: str, loc: DefInfo, why: str, d: Definition | None = None) -> None:
         def fail() -> Callable[..., Any]:
             raise CannotCall(why)
         add(qualname, loc, fail, [], d, why)
 
-    def add_target(top: str, loc: DefInfo, d: StaticDef | None) -> None:
+    def add_target(top: str, loc: DefInfo, d: Definition | None) -> None:
         parts = top.split(".")
         try:
             owner = _resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else module

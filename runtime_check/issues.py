@@ -11,8 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-# Codes of the runtime checks; static codes (CG001-CG012) are the linter's.
-INFO_CODES = frozenset({"CG130"})
+from cg_lint.codes import CODES, Code, lookup
 
 _CODE_IN_MESSAGE = re.compile(r"\b(CG\d{3}): ")
 
@@ -26,15 +25,15 @@ class CustomGradientCheckError(Exception):
     """
 
 
-def check_error(code: str, message: str) -> CustomGradientCheckError:
+def check_error(code: Code, message: str) -> CustomGradientCheckError:
     return CustomGradientCheckError(f"{code}: {message}")
 
 
-def code_of_check_error(exc: BaseException) -> str | None:
+def code_of_check_error(exc: BaseException) -> Code | None:
     if not isinstance(exc, CustomGradientCheckError):
         return None
     match = _CODE_IN_MESSAGE.search(str(exc))
-    return match.group(1) if match else None
+    return CODES.get(match.group(1)) if match else None
 
 
 def check_error_detail(exc: BaseException) -> str:
@@ -124,7 +123,7 @@ class Recorder:
     state: _ThreadState = field(default_factory=_ThreadState)
 
     def record(self, definition: DefInfo, code: str, message: str, mode: str, subject: str = "") -> None:
-        issue = Issue(definition, code, message, mode, subject, self.state.inputs_label)
+        issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label)
         with self._lock:
             earlier = self._seen.get(issue.key())
             if earlier is not None:

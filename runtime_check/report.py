@@ -4,28 +4,29 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from typing import Any, Iterable, Sequence
 
+from cg_lint.codes import INFO_CODES
 from cg_lint.findings import Finding
 from cg_lint.formatters import FORMATS as SHARED_FORMATS
 from cg_lint.formatters import format_findings as shared_format
 from cg_lint.sources import read_lines
 
-from .issues import INFO_CODES
-
 FORMATS = SHARED_FORMATS
 
 
 def to_finding(data: dict[str, Any]) -> Finding:
-    path = data["path"]
-    if os.path.isabs(path):
+    """A finding the worker sent (``Finding.to_json``), with its path relative to here when below."""
+    finding = Finding.from_json(data)
+    if os.path.isabs(finding.path):
         try:
-            relative = os.path.relpath(path)
-            path = path if relative.startswith("..") else relative
+            relative = os.path.relpath(finding.path)
+            if not relative.startswith(".."):
+                finding = replace(finding, path=relative)
         except ValueError:
             pass
-    return Finding(path=path, line=int(data["line"]), column=int(data["column"]), code=data["code"],
-                   message=data["message"], function=data.get("function"), mode=data.get("mode"))
+    return finding
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

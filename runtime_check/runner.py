@@ -125,7 +125,9 @@ def child_env() -> dict[str, str]:
 
 def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], timeout: float,
         only: dict[str, list[str]] | None = None, plot: str | None = None,
-        progress: Progress | None = None, on_result: Callable[[EntryResult], None] | None = None) -> RunResult:
+        progress: Progress | None = None, on_result: Callable[[EntryResult], None] | None = None,
+        decorators: frozenset[str] = frozenset()) -> RunResult:
+    """``decorators``: the project's own names for custom_gradient (``[tool.cg_lint]``)."""
     progress = progress or Progress(False)
     result = RunResult()
     skip_ids: set[str] = set()
@@ -135,7 +137,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
         job = {
             "units": [u.to_json() for u in units], "skip_units": sorted(finished_units),
             "skip_ids": sorted(skip_ids), "options": options, "functions": functions,
-            "only": only, "plot": plot,
+            "only": only, "plot": plot, "decorators": sorted(decorators),
         }
         child = _Child(job, env)
         current_unit: int | None = None

@@ -1,4 +1,5 @@
-"""Declared inputs and options, read from ``[tool.cg_lint.runtime]`` in the nearest pyproject.toml.
+"""Declared inputs and options: the meaning of ``[tool.cg_lint.runtime]``, which cg_lint's project
+configuration (``cg_lint.config``) finds and reads with the rest of ``[tool.cg_lint]``.
 
 Schema (every key optional; unknown keys are an error naming the key)::
 
@@ -20,15 +21,10 @@ An input is ``{shape, dtype}`` (values are synthesized, mixed signs, not all one
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from cg_lint.config import ConfigError, Settings
 
 TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "functions"}
 FUNCTION_KEYS = {"inputs", "cases", "init"}
@@ -37,8 +33,8 @@ DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128"
           "int64", "uint8", "bool"}
 
 
-class SpecError(Exception):
-    """A one-line configuration error."""
+class SpecError(ConfigError):
+    """A one-line error in the runtime table."""
 
 
 @dataclass
@@ -53,28 +49,10 @@ class RuntimeConfig:
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
-def find_pyproject(start: Path) -> Path | None:
-    for directory in [start, *start.parents]:
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def load(path: Path | None) -> RuntimeConfig:
-    if path is None:
-        return RuntimeConfig()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: invalid TOML: {exc}") from None
-    section = data.get("tool", {}).get("cg_lint", {}).get("runtime")
-    config = RuntimeConfig(path=str(path))
-    if section is None:
-        return config
-    return parse(section, str(path), config)
+def from_settings(settings: Settings) -> RuntimeConfig:
+    """The runtime table of the project's configuration, checked (``SpecError`` names a bad key)."""
+    where = settings.config_file or "pyproject.toml"
+    return parse(settings.runtime, where, RuntimeConfig(path=settings.config_file))
 
 
 def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> RuntimeConfig:

@@ -9,7 +9,11 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-SKIP_DIRS = frozenset({"__pycache__", "venv", ".venv", "env", "node_modules", "build", "dist", "site-packages"})
+from cg_lint.config import Settings, iter_files
+from cg_lint.findings import FileError
+from cg_lint.prefilter import might_contain
+from cg_lint.syntax.names import BUILDER_MARKERS
+
 _DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -54,15 +58,18 @@ def file_unit(path: Path) -> Unit:
     return Unit(_display(path), module, str(path), str(root), package)
 
 
-def mentions_custom_gradient(path: Path) -> bool:
+def mentions_custom_gradient(path: Path, settings: Settings) -> bool:
+    """cg-lint's first gate: the file names custom_gradient, a configured decorator or a TF builder."""
     try:
-        return "custom_gradient" in path.read_text(encoding="utf-8", errors="replace")
+        return might_contain(path.read_bytes(), settings.markers() + BUILDER_MARKERS)
     except OSError:
         return False
 
 
-def expand(targets: list[str], cwd: Path | None = None) -> list[Unit]:
+def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None) -> list[Unit]:
+    """Units for ``targets``; folders are walked as cg-lint walks them (the project's excludes)."""
     cwd = cwd or Path.cwd()
+    settings = settings or Settings(root=str(cwd))
     units: list[Unit] = []
     seen: set[str] = set()
     for target in targets:
@@ -72,7 +79,7 @@ def expand(targets: list[str], cwd: Path | None = None) -> list[Unit]:
                 raise TargetError(f"{target}: error: not a Python file")
             found = [file_unit(candidate)]
         elif candidate.is_dir():
-            found = [file_unit(p) for p in _walk(candidate) if mentions_custom_gradient(p)]
+            found = [file_unit(p) for p in _walk(candidate, settings) if mentions_custom_gradient(p, settings)]
         elif _DOTTED.match(target) and not target.endswith(".py"):
             top = target.split(".")[0]
             if str(cwd) not in sys.path:
@@ -90,9 +97,11 @@ def expand(targets: list[str], cwd: Path | None = None) -> list[Unit]:
     return units
 
 
-def _walk(folder: Path) -> list[Path]:
+def _walk(folder: Path, settings: Settings) -> list[Path]:
     files = []
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.startswith("."))
-        files.extend(Path(root) / n for n in sorted(names) if n.endswith(".py"))
+    for item in iter_files([str(folder)], settings):
+        if isinstance(item, FileError):
+            raise TargetError(item.one_line())
+        if item.endswith(".py"):
+            files.append(Path(item))
     return files

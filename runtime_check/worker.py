@@ -17,6 +17,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from cg_lint.codes import CG130
+from cg_lint.config import Settings
+from cg_lint.findings import Finding
+
 _proto: Any = None
 
 
@@ -119,7 +123,7 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
         source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         source = ""
-    defs = static_definitions(source, path)
+    defs = static_definitions(source, path, Settings(decorators=frozenset(job.get("decorators", ()))))
     functions: dict[str, dict[str, Any]] = job["functions"]
     module_keys = [module.__name__, Path(path).stem]
 
@@ -179,11 +183,11 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
         findings = [_finding(issue, entry, path, static_lines) for issue in issues]
         if status == "no-inputs":
             source_note = "declared inputs" if spec and spec["cases"] else "probes"
-            findings.append({
-                "path": entry.location.path or path, "line": entry.location.line, "column": entry.location.column,
-                "code": "CG130", "function": entry.location.qualname, "mode": None,
-                "message": f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
-            })
+            findings.append(Finding(
+                entry.location.path or path, entry.location.line, entry.location.column, CG130,
+                f"'{entry.qualname}': no valid inputs found ({source_note}: {why})",
+                function=entry.location.qualname,
+            ).to_json())
         emit("result", id=entry_id, findings=findings, used=used, status=status,
              rejected=rejected[:3])
 
@@ -202,8 +206,8 @@ def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) ->
         if static is not None:
             line, column = static.line, static.column
     details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
-    return {"path": where, "line": line, "column": column, "code": issue.code, "function": qualname,
-            "mode": issue.mode, "message": f"{message} [{details}]"}
+    return Finding(where, line, column, issue.code, f"{message} [{details}]", function=qualname,
+                   mode=issue.mode).to_json()
 
 
 def _plot(entry: Any, names: list[str], exerciser: Any, plot_dir: str, module_name: str) -> None:

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cg_lint.config import Excluder, Settings
-from cg_lint.files import iter_files
+from cg_lint.config import Excluder, Settings, iter_files
 from cg_lint.findings import FileError
 
 

@@ -155,7 +155,7 @@ def test_sarif_with_no_findings_is_valid_and_empty(tmp_path):
     assert log["runs"][0]["results"] == [] and log["runs"][0]["tool"]["driver"]["rules"] == []
 
 
-def test_sarif_for_runtime_findings_uses_a_generic_descriptor_and_keeps_the_mode():
+def test_sarif_for_runtime_findings_describes_them_from_the_registry_and_keeps_the_mode():
     findings = [
         Finding("mod.py", 3, 1, "CG103", "grad of 'f' returned a float64 gradient for a float32 input",
                 function="f", mode="tf.function"),
@@ -166,8 +166,9 @@ def test_sarif_for_runtime_findings_uses_a_generic_descriptor_and_keeps_the_mode
     run = log["runs"][0]
     assert run["tool"]["driver"]["name"] == "runtime-check"
     assert run["tool"]["driver"]["rules"][0] == {
-        "id": "CG103", "shortDescription": {"text": "CG103 (reported by runtime-check)"},
-        "defaultConfiguration": {"level": "error"}}
+        "id": "CG103", "name": "gradient-not-tensor",
+        "shortDescription": {"text": "a gradient is a Python number or a NumPy array, not a tensor"},
+        "defaultConfiguration": {"level": "error"}, "properties": {"tags": ["gradients"]}}
     assert [(r["level"], r["properties"]["mode"]) for r in run["results"]] == [("error", "tf.function"), ("note", "eager")]
     assert run["tool"]["driver"]["rules"][1]["defaultConfiguration"] == {"level": "note"}
 

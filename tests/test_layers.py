@@ -14,15 +14,17 @@ PACKAGES = ("cg_lint", "runtime_check")
 
 # Bottom to top. A module belongs to the first layer with a matching prefix (longest wins).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("vocabulary", ("cg_lint", "cg_lint.findings", "cg_lint.config", "cg_lint.sources", "cg_lint.noqa")),
+    ("vocabulary", ("cg_lint", "cg_lint.codes", "cg_lint.findings", "cg_lint.config", "cg_lint.sources",
+                    "cg_lint.noqa")),
     ("prefilter", ("cg_lint.prefilter", "cg_lint.parse_cache", "cg_lint.gc_pause")),
     ("syntax", ("cg_lint.syntax",)),
     ("model", ("cg_lint.model",)),
     ("analyses", ("cg_lint.analyses",)),
     ("rules", ("cg_lint.rules",)),
     ("engine", ("cg_lint.engine",)),
-    ("frontends", ("cg_lint.cli", "cg_lint.runner", "cg_lint.files", "cg_lint.fixes", "cg_lint.api",
-                   "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.__main__")),
+    ("frontends", ("cg_lint.cli", "cg_lint.runner", "cg_lint.fixes", "cg_lint.api",
+                   "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.server",
+                   "cg_lint.__main__")),
     ("runtime_check", ("runtime_check",)),
 )
 

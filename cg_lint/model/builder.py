@@ -160,17 +160,7 @@ class ModelBuilder:
         self.by_node[id(func)] = record
 
     def _qualname(self, func: FuncNode, name: str) -> str:
-        parts = [name]
-        node = self.ix.parent(func)
-        while node is not None:
-            if type(node) is cst.ClassDef:
-                parts.append(node.name.value)
-            elif type(node) is cst.FunctionDef:
-                parts.extend(["<locals>", node.name.value])
-            elif type(node) is cst.Lambda:
-                parts.extend(["<locals>", "<lambda>"])
-            node = self.ix.parent(node)
-        return ".".join(reversed(parts))
+        return qualname(self.ix, func, name)
 
     # -- description -----------------------------------------------------------------------
     def env_for(self, func: FuncNode) -> Env:
@@ -284,6 +274,21 @@ class ModelBuilder:
         if last != "partial" and last not in self.ix.import_aliases(_PARTIAL):
             return False
         return any(n in ("functools.partial", "partial") for n in self.ix.qualnames(call.func))
+
+
+def qualname(index: FileIndex, node: cst.CSTNode, name: str) -> str:
+    """Python's ``__qualname__`` for ``name`` defined at ``node`` (``Cls.f``, ``f.<locals>.g``)."""
+    parts = [name]
+    node = index.parent(node)
+    while node is not None:
+        if type(node) is cst.ClassDef:
+            parts.append(node.name.value)
+        elif type(node) is cst.FunctionDef:
+            parts.extend(["<locals>", node.name.value])
+        elif type(node) is cst.Lambda:
+            parts.extend(["<locals>", "<lambda>"])
+        node = index.parent(node)
+    return ".".join(reversed(parts))
 
 
 def _binding_name(binding: list[cst.CSTNode]) -> str | None:

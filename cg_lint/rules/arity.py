@@ -19,6 +19,7 @@ from cg_lint.analyses.counting import (
 from cg_lint.analyses.leaves import Counter
 from cg_lint.analyses.tensors import statement_of
 from cg_lint.analyses.variable_reads import reads_no_variable
+from cg_lint.codes import CG001, CG002, CG003
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model.records import CustomGradient, ForwardReturn
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -64,9 +65,7 @@ class ForwardReturnNotPair(Rule):
     A return value built by a helper call (`return make_pair(x)`) is not checked.
     """
 
-    code = "CG001"
-    name = "forward-return-not-pair"
-    title = "Forward does not return (outputs, grad_fn)"
+    code = CG001
     fixable = True
     VALID = (
         """
@@ -254,9 +253,7 @@ class UpstreamCountMismatch(Rule):
     `grad(*upstream)` accepts any number.
     """
 
-    code = "CG002"
-    name = "upstream-count-mismatch"
-    title = "grad's upstream parameters do not match the number of outputs"
+    code = CG002
     VALID = (
         """
 import tensorflow as tf
@@ -401,9 +398,7 @@ class GradientCountMismatch(Rule):
     helper call.
     """
 
-    code = "CG003"
-    name = "gradient-count-mismatch"
-    title = "grad returns a different number of gradients than there are inputs"
+    code = CG003
     VALID = (
         """
 import tensorflow as tf

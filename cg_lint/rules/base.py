@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import libcst as cst
 
+from cg_lint.codes import CODES, Code
 from cg_lint.findings import Finding, Fix
 from cg_lint.model.records import CustomGradient
 from cg_lint.syntax.index import FileIndex
@@ -41,18 +42,32 @@ class Rule:
 
     The class docstring is the rule's documentation (ruff's sections: What it does / Why is this bad? /
     Example / Use instead / Fix safety / Known limitations); ``VALID`` and ``INVALID`` are run as tests.
+    A rule sets only its ``code``: the name, title and theme are the registry's (``cg_lint.codes``),
+    which runtime-check reports under too.
     """
 
-    code: ClassVar[str]
+    code: ClassVar[Code]
     name: ClassVar[str]  # kebab-case, stable
     title: ClassVar[str]  # one line, for `cg-lint rule --all`
-    theme: ClassVar[str] = "arity"
+    theme: ClassVar[str]
     fixable: ClassVar[bool] = False
     # an opinionated rule (like bugbear's B9 group) reports its opinion only when selected by its
     # own code (--select/--extend-select CG018, or ALL); a selection by prefix gets its certain cases
     opinionated: ClassVar[bool] = False
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        code = cls.__dict__.get("code")
+        if code is None:
+            return
+        own = sorted({"name", "title", "theme"} & set(cls.__dict__))
+        if code not in CODES or own:
+            raise TypeError(f"{cls.__name__}: register {code} in cg_lint/codes.py (its name, title and theme "
+                            f"live there{', not in the class: ' + ', '.join(own) if own else ''})")
+        entry = CODES[code]
+        cls.code, cls.name, cls.title, cls.theme = entry, entry.name, entry.summary, entry.theme
 
     def __init__(self, explicit: bool = True) -> None:
         self.explicit = explicit  # selected by its own code: report everything, opinions included

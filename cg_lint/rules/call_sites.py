@@ -9,6 +9,7 @@ import libcst as cst
 from cg_lint.analyses.contexts import context_of
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import statement_of
+from cg_lint.codes import CG008
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule
 
@@ -58,10 +59,7 @@ class KeywordArguments(Rule):
     `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
     """
 
-    code = "CG008"
-    name = "keyword-arguments"
-    title = "keyword arguments at a call of a custom-gradient function"
-    theme = "call-sites"
+    code = CG008
     VALID = (
         """
 import tensorflow as tf

@@ -14,6 +14,7 @@ import libcst as cst
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.contexts import asserts_eager, context_of
 from cg_lint.analyses.tensors import Tensors, body_nodes, python_value_uses, return_values, statement_of
+from cg_lint.codes import CG009, CG010, CG011, CG012
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule, describe
@@ -190,10 +191,7 @@ class TensorTruthValue(Rule):
     `tf.executing_eagerly()` and `try` blocks that catch `TypeError` are skipped on purpose.
     """
 
-    code = "CG009"
-    name = "tensor-truth-value"
-    title = "Python control flow or truth value on a tensor"
-    theme = "graph-mode"
+    code = CG009
     VALID = (
         """
 import tensorflow as tf
@@ -569,10 +567,7 @@ class TensorAsPythonValue(Rule):
     tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
     """
 
-    code = "CG010"
-    name = "tensor-as-python-value"
-    title = ".numpy(), int()/float()/len(), NumPy or iteration on a tensor"
-    theme = "graph-mode"
+    code = CG010
     VALID = (
         """
 import numpy as np
@@ -869,10 +864,7 @@ class ElementwiseCondPredicate(Rule):
     flagged.
     """
 
-    code = "CG011"
-    name = "elementwise-cond-predicate"
-    title = "tf.cond predicate is element-wise and never reduced"
-    theme = "graph-mode"
+    code = CG011
     VALID = (
         """
 import tensorflow as tf
@@ -1195,10 +1187,7 @@ class InputUsedAsPythonValue(Rule):
     Inputs with a default count only when a call in the same file passes them positionally.
     """
 
-    code = "CG012"
-    name = "input-used-as-python-value"
-    title = "a positional input is used as a Python value"
-    theme = "graph-mode"
+    code = CG012
     VALID = (
         """
 import tensorflow as tf

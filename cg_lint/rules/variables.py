@@ -15,6 +15,7 @@ from cg_lint.analyses.counting import ABSENT, variables_branch
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import Tensors, statement_of
 from cg_lint.analyses.variable_reads import reads_no_variable
+from cg_lint.codes import CG004, CG005, CG006, CG007, CG018
 from cg_lint.findings import Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
@@ -108,10 +109,7 @@ class MissingVariablesArgument(Rule):
     non-trainable.
     """
 
-    code = "CG004"
-    name = "missing-variables-argument"
-    title = "forward reads variables but grad does not accept 'variables'"
-    theme = "variables"
+    code = CG004
     fixable = True
     VALID = (
         """
@@ -469,10 +467,7 @@ class VariablesReturnNotPair(Rule):
     Only checked when the forward is known to read variables; returns built by helper calls are not.
     """
 
-    code = "CG005"
-    name = "variables-return-not-pair"
-    title = "grad takes variables but does not return (input_grads, variable_grads)"
-    theme = "variables"
+    code = CG005
     VALID = (
         """
 import tensorflow as tf
@@ -696,10 +691,7 @@ class VariableGradsNotList(Rule):
     Only checked when the forward is known to read variables.
     """
 
-    code = "CG006"
-    name = "variable-grads-not-list"
-    title = "variable gradients returned as a tuple"
-    theme = "variables"
+    code = CG006
     fixable = True
     VALID = (
         """
@@ -837,10 +829,7 @@ class PositionalVariableGrads(Rule):
     Lists built in a loop (`grads.append(...)`) in read order are not detected.
     """
 
-    code = "CG007"
-    name = "positional-variable-grads"
-    title = "variable gradients listed by position"
-    theme = "variables"
+    code = CG007
     VALID = (
         """
 import tensorflow as tf
@@ -979,10 +968,7 @@ class VariableReadInGrad(Rule):
     Reads through the `variables` argument, helper functions or containers are not flagged.
     """
 
-    code = "CG018"
-    name = "variable-read-in-grad"
-    title = "a tf.Variable is read inside grad"
-    theme = "variables"
+    code = CG018
     opinionated = True
     VALID = (
         """

@@ -27,6 +27,15 @@ CUSTOM_GRADIENT_NAMES: frozenset[str] = frozenset(
 # `tensorflow.python.ops.custom_gradient` is a module, not the decorator.
 CUSTOM_GRADIENT_NAMES = CUSTOM_GRADIENT_NAMES - {"tensorflow.python.ops.custom_gradient"}
 
+# TF's helpers that build a custom gradient around the function they are given when called: no
+# rule reads them, but runtime-check exercises their callers (the contract is TF's own).
+CUSTOM_GRADIENT_BUILDERS: frozenset[str] = frozenset(
+    f"{module}.{helper}"
+    for module in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2", "tensorflow.python.ops.custom_gradient")
+    for helper in ("recompute_grad", "grad_pass_through")
+)
+BUILDER_MARKERS = ("grad_pass_through", "recompute_grad")
+
 # The substring every file holding a TF custom gradient must contain (prefilter).
 MARKER = "custom_gradient"
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cg_lint.config import find_config, load_settings
 from cg_lint.findings import Finding
 from runtime_check import specs
 from runtime_check.classify import classify, first_line
@@ -49,9 +50,10 @@ def test_nearest_pyproject(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text("[tool.cg_lint.runtime]\ntimeout = 5\n")
     nested = tmp_path / "a" / "b"
     nested.mkdir(parents=True)
-    found = specs.find_pyproject(nested)
+    (nested / "pyproject.toml").write_text("[project]\nname = 'a'\n")  # no [tool.cg_lint]: not ours
+    found = find_config(nested)
     assert found == tmp_path / "pyproject.toml"
-    assert specs.load(found).timeout == 5
+    assert specs.from_settings(load_settings(found)).timeout == 5
 
 
 FINDINGS = [
@@ -97,8 +99,9 @@ def test_targets_folder_prefilter_and_package_names(tmp_path: Path):
     (package / "__init__.py").write_text("")
     (package / "ops.py").write_text("import tensorflow as tf\n@tf.custom_gradient\ndef f(x): ...\n")
     (package / "other.py").write_text("x = 1\n")
-    (tmp_path / ".hidden").mkdir()
-    (tmp_path / ".hidden" / "h.py").write_text("custom_gradient\n")
+    for skipped in (".git", "build"):  # cg-lint's walk: its default excludes
+        (tmp_path / skipped).mkdir()
+        (tmp_path / skipped / "h.py").write_text("custom_gradient\n")
     units = expand([str(tmp_path)])
     assert [(u.module, u.package) for u in units] == [("pkg.ops", True)]
     assert units[0].sys_path == str(tmp_path)

@@ -1,0 +1,126 @@
+"""Every code either tool reports, in one registry: the linter's rules (CG0xx) and the checks only a
+run can make (CG1xx).
+
+A ``Code`` is the string itself (``CG003 == "CG003"``, so it compares, hashes and serialises as
+one) carrying what both tools say about it: a stable kebab-case ``name``, a one-line ``summary``, a
+``theme``, whether TensorFlow raises it only under ``tf.function`` (``graph_only``), whether it is a
+note rather than a failure (``info``), and the ``page`` that documents it. Rule classes take their
+name, title and theme from here; runtime-check records its issues under these codes.
+"""
+
+from __future__ import annotations
+
+RULE_PAGES = "docs/rules"
+RUNTIME_PAGE = "docs/runtime-check.md"
+
+
+class Code(str):
+    name: str
+    summary: str  # one line (``title`` would shadow str.title)
+    theme: str
+    graph_only: bool
+    info: bool
+
+    def __new__(cls, code: str, name: str, summary: str, theme: str, graph_only: bool = False,
+                info: bool = False) -> Code:
+        self = super().__new__(cls, code)
+        self.name, self.summary, self.theme = name, summary, theme
+        self.graph_only, self.info = graph_only, info
+        return self
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return lookup, (str(self),)  # the registry's own object, in another process too
+
+    @property
+    def is_rule(self) -> bool:
+        """A rule of the linter (a class in cg_lint/rules/), which runtime-check may confirm."""
+        return self.startswith("CG0")
+
+    @property
+    def runtime_only(self) -> bool:
+        """Reported only by runtime-check: no static rule can see it."""
+        return self.startswith("CG1")
+
+    @property
+    def page(self) -> str:
+        """The documentation page, relative to the repository root."""
+        if self.is_rule:
+            return f"{RULE_PAGES}/{self}.md"
+        return f"{RUNTIME_PAGE}#checks" if self.runtime_only else "README.md#flake8"
+
+
+CODES: dict[str, Code] = {}
+
+
+def _code(code: str, name: str, summary: str, theme: str, graph_only: bool = False, info: bool = False) -> Code:
+    if code in CODES:
+        raise ValueError(f"{code} is registered twice")
+    CODES[code] = entry = Code(code, name, summary, theme, graph_only, info)
+    return entry
+
+
+def lookup(code: str) -> Code:
+    """The registered code, or KeyError naming it."""
+    try:
+        return CODES[code]
+    except KeyError:
+        raise KeyError(f"{code} is not a cg-lint code (cg_lint/codes.py)") from None
+
+
+# -- the linter's rules (each a class in cg_lint/rules/) ----------------------------------------
+
+CG001 = _code("CG001", "forward-return-not-pair", "Forward does not return (outputs, grad_fn)", "arity")
+CG002 = _code("CG002", "upstream-count-mismatch",
+              "grad's upstream parameters do not match the number of outputs", "arity")
+CG003 = _code("CG003", "gradient-count-mismatch",
+              "grad returns a different number of gradients than there are inputs", "arity")
+CG004 = _code("CG004", "missing-variables-argument",
+              "forward reads variables but grad does not accept 'variables'", "variables")
+CG005 = _code("CG005", "variables-return-not-pair",
+              "grad takes variables but does not return (input_grads, variable_grads)", "variables")
+CG006 = _code("CG006", "variable-grads-not-list", "variable gradients returned as a tuple", "variables")
+CG007 = _code("CG007", "positional-variable-grads", "variable gradients listed by position", "variables")
+CG008 = _code("CG008", "keyword-arguments", "keyword arguments at a call of a custom-gradient function",
+              "call-sites")
+CG009 = _code("CG009", "tensor-truth-value", "Python control flow or truth value on a tensor", "graph-mode",
+              graph_only=True)
+CG010 = _code("CG010", "tensor-as-python-value", ".numpy(), int()/float()/len(), NumPy or iteration on a tensor",
+              "graph-mode", graph_only=True)
+CG011 = _code("CG011", "elementwise-cond-predicate", "tf.cond predicate is element-wise and never reduced",
+              "graph-mode", graph_only=True)
+CG012 = _code("CG012", "input-used-as-python-value", "a positional input is used as a Python value",
+              "graph-mode", graph_only=True)
+CG018 = _code("CG018", "variable-read-in-grad", "a tf.Variable is read inside grad", "variables")
+
+# -- runtime-check only (see docs/runtime-check.md) ----------------------------------------------
+
+CG101 = _code("CG101", "gradient-shape", "a gradient's shape differs from its input's (or variable's) shape",
+              "gradients")
+CG102 = _code("CG102", "gradient-dtype",
+              "a gradient's dtype differs from its floating input's (or variable's) dtype", "gradients")
+CG103 = _code("CG103", "gradient-not-tensor", "a gradient is a Python number or a NumPy array, not a tensor",
+              "gradients")
+CG104 = _code("CG104", "none-gradient",
+              "grad returns `None` for a floating input (the caller silently gets no gradient)", "gradients")
+CG105 = _code("CG105", "non-finite-gradient",
+              "a gradient contains NaN/Inf where the forward is finite (also probed at ±100 and 0)", "gradients")
+CG106 = _code("CG106", "eager-graph-mismatch",
+              "eager and `tf.function` gradients differ, or the function works eagerly and fails traced",
+              "graph-mode")
+CG107 = _code("CG107", "numeric-gradient-mismatch",
+              "(`--numeric`) the custom gradient disagrees with a float64 central-difference directional "
+              "derivative", "numeric")
+CG108 = _code("CG108", "ignores-upstream",
+              "(`--zero-upstream`) with a zero upstream gradient, grad still returns non-zero values", "numeric")
+CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
+CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
+CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")
+CG130 = _code("CG130", "no-valid-inputs", "info: no valid inputs found (does not fail the run)", "inputs",
+              info=True)
+
+# -- the tool itself ------------------------------------------------------------------------------
+
+CG999 = _code("CG999", "internal-error",
+              "cg-lint failed on a file (flake8 shows it on line 1; please report it)", "run")
+
+INFO_CODES: frozenset[str] = frozenset(c for c in CODES.values() if c.info)
