@@ -93,6 +93,20 @@ def f(x, *rest):
 def call(*args, **kwargs):
     return f(*args, **kwargs)  # f takes no keywords: a keyword would fail in Python already
 """,
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # this module only runs eagerly: a Python keyword is configuration
+
+@tf.custom_gradient
+def scaled(x, scale=2.0):
+    return x * scale, lambda dy: dy * scale
+
+def apply(x):
+    return scaled(x, scale=3.0)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok [[3.0, 3.0]]
+""",
     )
     INVALID = (
         """
@@ -141,6 +155,20 @@ def recompute(f):
     def wrapper(*args, **kwargs):
         return inner(*args, **kwargs)  # expect: CG008
     return wrapper
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale):
+    return x * scale, lambda dy: (dy * scale, None)
+
+OPTIONS = {"scale": 3.0}
+
+def apply(x):
+    return scaled(x, **OPTIONS)  # expect: CG008
+
+# tf: grad(apply, [1.0, 2.0]) => eager raises expected to return 1 gradients, but returned 2; graph raises supports keywords arguments only when eager execution is enabled
 """,
     )
 

@@ -1007,6 +1007,23 @@ def f(x):
         return dy, [tf.zeros(shape) for _ in variables]
     return x * w, grad
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def _scaled(x):
+    def grad(dy, variables=None):
+        return dy * w, [tf.reduce_sum(dy * x) for _ in variables]  # only ever eager: tf.py_function
+    return x * w, grad
+
+def scaled(x):
+    return tf.py_function(_scaled, [x], tf.float32)
+
+# tf: in_cond(scaled, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -1061,6 +1078,51 @@ class Dense(tf.keras.layers.Layer):
                 return dx, [tf.matmul(x, dy, transpose_a=True) for _ in variables]
             return tf.matmul(x, self.kernel), grad
         return f(x)
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    def grad(dy, variables=None):
+        return dy * w, [tf.reduce_sum(dy * x) for _ in variables]  # expect: CG018
+    return x * w, grad
+
+@tf.function
+def step(x, use_scale):
+    # the call inside tf.cond under tf.function: reported with the default selection too
+    return tf.cond(use_scale, lambda: scaled(x), lambda: x)
+
+# tf: in_cond(scaled, [1.0, 2.0]) => eager ok; graph raises Tensor.graph is undefined
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Recompute(keras.layers.Layer):
+    def build(self, shape):
+        self.dense = keras.layers.Dense(2)
+        self.dense.build(shape)
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(x):
+            y = self.dense(x)
+            def grad(dy, variables=None):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    out = self.dense(x)  # expect: CG018
+                dx, *dvars = tape.gradient(out, [x, *variables], output_gradients=dy)
+                return dx, dvars
+            return y, grad
+        return f(x)
+
+layer = Recompute()
+layer.build((1, 2))
+
+# tf: in_cond(layer, [[1.0, 2.0]]) => eager ok; graph raises Tensor.graph is undefined
 """,
     )
 
