@@ -30,7 +30,7 @@ from collections.abc import Set
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
 _WORD = re.compile(r"\w+")
-_EAGER_SWITCH = re.compile(r"\brun_functions_eagerly\b")
+_EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
