@@ -219,12 +219,16 @@ class UpstreamCountMismatch(Rule):
 
     ## What it does
     When a custom-gradient function returns its outputs as a literal tuple, list or dict, checks that
-    its gradient function takes one positional upstream gradient per (flattened) output.
+    its gradient function takes one positional upstream gradient per (flattened) output. Also flags
+    a grad with a required keyword-only parameter other than `variables` (`def grad(dy, *, scale)`),
+    which TF never passes.
 
     ## Why is this bad?
-    TensorFlow calls `grad_fn(*upstreams)` with one argument per leaf of `nest.flatten(outputs)`.
-    A grad written for one packed argument fails with
-    `TypeError: grad() takes 1 positional argument but 2 were given` when the gradient is taken.
+    TensorFlow calls `grad_fn(*upstreams)` with one argument per leaf of `nest.flatten(outputs)`
+    (and `variables=` when the forward read variables), nothing else. A grad written for one packed
+    argument fails with `TypeError: grad() takes 1 positional argument but 2 were given` when the
+    gradient is taken, and one that requires another keyword with `TypeError: grad() missing 1
+    required keyword-only argument`.
 
     ## Example
     ```python
@@ -361,9 +365,13 @@ class GradientCountMismatch(Rule):
     ## What it does
     Checks that every `return` of a gradient function gives one gradient per flattened positional input
     of the custom-gradient function. Non-tensor inputs count (return `None` for them); `self` of a
-    method does not. When grad takes `variables`, the count applies to the first element of its
-    `(input_grads, variable_grads)` pair. Parameters with defaults count only when passed, so the
-    expected count is a range unless calls in the same file pin it.
+    method does not; a list or tuple input that the body unpacks (`a, b = xs`) counts once per
+    element, as TF flattens it. When grad takes `variables`, the count applies to the first element
+    of its `(input_grads, variable_grads)` pair, except in a branch that runs only when TF passes no
+    variables (`if variables is None:`), where TF called `grad(*upstreams)` and every returned value
+    is an input gradient. Parameters with defaults count only when passed, so the expected count is a
+    range unless calls in the same file pin it; when calls pass different numbers of inputs, the
+    call that disagrees with what grad returns is reported.
 
     ## Why is this bad?
     Eagerly, TensorFlow raises `ValueError: custom_gradient function expected to return 2 gradients,
@@ -393,9 +401,10 @@ class GradientCountMismatch(Rule):
     No automatic fix: the missing gradient has to be written (or `None` returned on purpose).
 
     ## Known limitations
-    Silent when the count is not statically knowable: `*args` inputs, inputs used as sequences
-    (`for t in xs`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or returned by a
-    helper call.
+    Silent when the count is not statically knowable: `*args` inputs, inputs iterated or measured
+    (`for t in xs`, `len(xs)`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or
+    returned by a helper call. A branch on `variables` is read as dead when the file says which way
+    it goes (the forward reads a variable, or certainly reads none).
     """
 
     code = CG003

@@ -19,8 +19,10 @@ class KeywordArguments(Rule):
 
     ## What it does
     Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
-    `functools.partial(f, name=value)` bindings of one, and calls that forward `**kwargs` to a
-    custom-gradient function written to accept keywords (`def inner(*args, **kwargs)`).
+    directly or through a `**mapping` whose keys the file spells (`f(x, **{"scale": 3.0})`,
+    `f(x, **OPTIONS)` with `OPTIONS = {...}` or `dict(scale=3.0)`), `functools.partial(f,
+    name=value)` bindings of one, and calls that forward `**kwargs` to a custom-gradient function
+    written to accept keywords (`def inner(*args, **kwargs)`).
 
     ## Why is this bad?
     Under `tf.function` (and Keras `fit`) any keyword argument raises `ValueError: The custom_gradient
@@ -56,7 +58,13 @@ class KeywordArguments(Rule):
     ## Known limitations
     Only calls in the file that defines the function are checked: a custom-gradient function
     imported from another module (`from .ops import my_op`) is not recognised at its call sites.
-    `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
+    `f(**options)` of an unknown mapping is flagged only when `f` itself declares `**kwargs` or
+    keyword-only parameters.
+
+    ## Eager-only code
+    Where graph mode cannot happen (see CG009), a keyword that is a Python constant is only
+    configuration and is not reported; a keyword that may be a tensor still is, since eagerly it
+    silently gets no gradient.
     """
 
     code = CG008

@@ -148,9 +148,14 @@ class TensorTruthValue(Rule):
     """Python control flow or truth value on a tensor inside a custom gradient.
 
     ## What it does
-    Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not` and `bool()` applied
-    to a tensor in the forward or in grad: the forward's positional inputs, grad's upstream gradients,
-    results of TF ops, and arithmetic, comparisons and subscripts of those. Shapes, dtypes,
+    Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not`, `bool()`, and the
+    builtins that compare or truth-test what they are given (`max(a, b)`, `min(a, b)`,
+    `any([a, b])`, `all(...)`, `sorted(...)`) applied to a tensor in the forward or in grad, and in
+    every function nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and
+    lambdas run unconverted too. Tensors are the forward's positional inputs, grad's upstream
+    gradients, results of TF ops, arithmetic, comparisons and subscripts of those, parameters of a
+    nested function that every call passes a tensor, and what a helper function of the same file
+    returns when its `return` is one (`def first(t): return tf.gather(t, 0)`). Shapes, dtypes,
     `x is None`, `isinstance` and Python constants are not tensors and are fine.
 
     ## Why is this bad?
@@ -186,9 +191,20 @@ class TensorTruthValue(Rule):
     No automatic fix: the replacement depends on whether the condition is element-wise.
 
     ## Known limitations
-    The analysis is local: values returned by your own helper functions, attributes (`self.x`) and
-    closure variables are not known to be tensors and are not checked. Branches that test
+    Helpers are followed one call deep, and only plain functions of the same file; attributes
+    (`self.x`) and closure variables are not known to be tensors and are not checked. Functions
+    decorated with `tf.function`, or passed to `tf.map_fn`/`tf.vectorized_map` (which convert their
+    function with AutoGraph), are not part of the unconverted body. Branches that test
     `tf.executing_eagerly()` and `try` blocks that catch `TypeError` are skipped on purpose.
+
+    ## Eager-only code
+    Graph mode cannot happen, and the rule stays silent, when the custom gradient is called only
+    through `tf.py_function`/`tf.numpy_function` (it must then be local or private, so no other
+    module calls it), when the module calls `tf.config.run_functions_eagerly(True)` at module level,
+    when it is defined under `if tf.executing_eagerly():` or every call is, and in a forward or grad
+    that asserts `tf.executing_eagerly()` (`assert ...`, or `if not ...: raise`) before anything
+    else. Each context is run on TensorFlow by the VALID examples. When a `tf.function` of the same
+    file calls the custom gradient, the message names that line.
     """
 
     code = CG009
@@ -527,9 +543,11 @@ class TensorAsPythonValue(Rule):
     """`.numpy()`, `int()`/`float()`/`len()`, NumPy or iteration on a tensor in a custom gradient.
 
     ## What it does
-    Flags, in the forward and in grad: `t.numpy()`, `int(t)`, `float(t)`, `len(t)`, `np.*(t)`,
-    `range(t)` (including `for i in range(t)`) and iterating a tensor (`for row in t`,
-    comprehensions, `list(t)`), where `t` is a tensor (see CG009 for what counts as one).
+    Flags, in the forward and in grad (and the functions nested in them, see CG009): `t.numpy()`,
+    `int(t)`, `float(t)`, `len(t)`, `np.*(t)`, `range(t)` (including `for i in range(t)`) and
+    iterating a tensor: `for row in t`, `for i in tf.range(n)`, comprehensions, and the builtins
+    that iterate their argument (`list`, `tuple`, `sum`, `max(t)`, `min(t)`, `any`, `all`,
+    `sorted`, `enumerate`, `zip`, `map`...), where `t` is a tensor (see CG009 for what counts as one).
 
     ## Why is this bad?
     AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
@@ -565,6 +583,9 @@ class TensorAsPythonValue(Rule):
     ## Known limitations
     Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
     tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen, as CG009 describes.
     """
 
     code = CG010
@@ -861,7 +882,9 @@ class ElementwiseCondPredicate(Rule):
     ## Known limitations
     Ranks are not inferred beyond that evidence (and, for an input, what every call in the file
     passes: `f(tf.constant([...]))`), so `tf.cond(x > 0, ...)` on an input of unknown rank is not
-    flagged.
+    flagged. The evidence survives a call of a helper of the same file (`head = first_column(x)`
+    with `return t[:, 0]`, `tf.cond(positive(head), ...)` with `return t > 0`). This rule also
+    applies to code that only runs eagerly, where the predicate fails just the same.
     """
 
     code = CG011
@@ -1150,9 +1173,10 @@ class InputUsedAsPythonValue(Rule):
     """A positional input of a custom gradient is used as a Python value (`if training:`, `range(n)`).
 
     ## What it does
-    Flags positional inputs of a custom-gradient function that the body uses only as Python values:
-    truth-tested (`if training:`, `not flag`, `mode == "train"`), or passed to `range()`, `int()`,
-    `float()` or `bool()`. Inputs also used as tensors are left to CG009/CG010.
+    Flags positional inputs of a custom-gradient function that the forward, grad, or a function
+    nested in them uses only as Python values: truth-tested (`if training:`, `not flag`,
+    `mode == "train"`), or passed to `range()`, `int()`, `float()`, `bool()`, `max()` or `min()`.
+    Inputs also used as tensors are left to CG009/CG010.
 
     ## Why is this bad?
     Under `tf.function` TensorFlow converts every positional argument to a tensor *before* the
@@ -1185,6 +1209,10 @@ class InputUsedAsPythonValue(Rule):
 
     ## Known limitations
     Inputs with a default count only when a call in the same file passes them positionally.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen, as CG009 describes: eagerly TF hands the forward the
+    Python value itself.
     """
 
     code = CG012

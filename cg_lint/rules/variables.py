@@ -65,14 +65,24 @@ class MissingVariablesArgument(Rule):
     ## What it does
     Flags a gradient function without a `variables` parameter (or `**kwargs`) when its forward reads a
     trainable variable: a module-level or enclosing `tf.Variable`, one created inside, a `self.<attr>`
-    the class assigns from `tf.Variable`/`add_weight` (or a Keras layer's `kernel`/`bias`), a Keras
-    layer with weights called inside, or `tf.compat.v1.get_variable`.
+    the class assigns from `tf.Variable`/`add_weight` (or a Keras layer's `kernel`/`bias`), an
+    attribute of a module-level object that holds one (`config.scale` of a class that assigns
+    `self.scale = tf.Variable(...)`, a dataclass field, `SimpleNamespace(w=tf.Variable(...))`), a
+    Keras layer with weights called inside, or `tf.compat.v1.get_variable`; reads in functions the
+    forward runs (a `tf.cond` branch, a local helper) count.
+
+    The other direction too: when the forward certainly reads no variable (it names only its own
+    values, TensorFlow, NumPy, builtins and module constants), flags a grad whose `variables` has no
+    default, or a default other than `None` or an empty tuple or list.
 
     ## Why is this bad?
     TensorFlow watches the variables the forward reads and calls `grad(*upstream, variables=...)`.
     When grad cannot take that keyword, the forward call itself raises `TypeError: @tf.custom_gradient
     grad_fn must accept keyword argument 'variables', since function uses variables: [...]`, eagerly
-    and under `tf.function` (in a Keras layer, at the first call).
+    and under `tf.function` (in a Keras layer, at the first call). When the forward reads none, TF
+    calls `grad(*upstream)`: a required `variables` raises `TypeError: grad() missing 1 required
+    positional argument: 'variables'` when the gradient is taken, and a default list of variables
+    makes grad return variable gradients that TF counts as extra input gradients.
 
     ## Example
     ```python
@@ -105,8 +115,8 @@ class MissingVariablesArgument(Rule):
 
     ## Known limitations
     Variables read through helper functions, containers other than literal lists, or attributes of
-    objects other than `self` are not seen. `trainable=` set to a non-literal value is treated as
-    non-trainable.
+    objects other than `self` and module-level (or enclosing) objects built in the file are not seen.
+    `trainable=` set to a non-literal value is treated as non-trainable.
     """
 
     code = CG004
@@ -428,14 +438,18 @@ class VariablesReturnNotPair(Rule):
     ## What it does
     When the forward reads trainable variables (see CG004) and grad accepts `variables`, checks that
     every `return` of grad gives exactly two things: the input gradients and the list of variable
-    gradients.
+    gradients, and that the variable gradients are not `None` and not a literal list shorter than the
+    variables the forward reads (`[]`, or `[dw]` for `w` and `b`). A branch that runs only without
+    variables (`if variables is None:`) never runs here and is not checked.
 
     ## Why is this bad?
     TF runs `input_grads, variable_grads = grad_fn(*upstream, variables=variables)`. Returning only
     the input gradients fails with `ValueError: too many values to unpack (expected 2)` eagerly, and
     with `OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor` under `tf.function`
     (or a "returned too few gradients" `InternalError` when the gradient has two rows). None of these
-    messages mention variables.
+    messages mention variables. `None` as the variable gradients raises `TypeError: object of type
+    'NoneType' has no len()`, and too few `ValueError: Must return gradient for each variable from
+    @custom_gradient grad_fn`, eagerly and under `tf.function`.
 
     ## Example
     ```python
@@ -928,7 +942,16 @@ class VariableReadInGrad(Rule):
 
     ## What it does
     Flags reads of variables (module-level or enclosing `tf.Variable`s, trainable or not,
-    `self.<attr>` weights, Keras layers with weights) in the body of a gradient function.
+    `self.<attr>` weights, variables held by module-level objects, Keras layers with weights) in the
+    body of a gradient function and the functions it runs.
+
+    **Opinionated.** TF's own documentation reads a captured variable in grad, and the read works
+    unless the call sits inside `tf.cond`/`tf.switch_case`/`tf.while_loop` under `tf.function`. So,
+    like flake8-bugbear's B9 group, the rule reports only that certain case by default: when the
+    same file calls the function inside such control flow in a `tf.function`. Select it by its code
+    to get every read: `cg-lint --extend-select CG018` (or `extend-select = ["CG018"]` in
+    `[tool.cg_lint]`, `--select ALL`, or `flake8 --extend-select CG018`); a prefix such as `CG0`
+    does not.
 
     ## Why is this bad?
     grad runs later, in another context than the forward. Under `tf.function`, when the custom
@@ -964,8 +987,16 @@ class VariableReadInGrad(Rule):
     ## Fix safety
     No automatic fix.
 
+    For a Keras layer called in grad (a recompute block), converting the layer is no fix: compute
+    what grad needs from the layer in the forward (its output, or its vector-Jacobian product with a
+    `tf.GradientTape` there), or make sure the call never runs inside `tf.cond` under `tf.function`.
+
     ## Known limitations
-    Reads through the `variables` argument, helper functions or containers are not flagged.
+    Reads through the `variables` argument, helper functions or containers are not flagged. Only
+    calls in the same file show the tf.cond-under-tf.function case.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen (see CG009): `Tensor.graph` and autocast need it.
     """
 
     code = CG018
