@@ -17,6 +17,7 @@ import re
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -30,14 +31,22 @@ _MODULES = tempfile.mkdtemp(prefix="cg_tf_examples_")
 sys.path.insert(0, _MODULES)
 
 
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
 def examples():
-    """(id, source, call, expectation) for every example with a ``# tf:`` line."""
+    """(id, source, call, expectation) for every rule example with a ``# tf:`` line, and for each
+    such line in the bundled examples (examples/*.py: their findings are real bugs)."""
     for rule in ALL_RULES:
         for kind in ("VALID", "INVALID"):
             for i, source in enumerate(getattr(rule, kind)):
                 source = textwrap.dedent(source)
                 for j, match in enumerate(TF_LINE.finditer(source)):
                     yield f"{rule.code}-{kind.lower()}-{i}-{j}", source, match["call"], match["expect"]
+    for path in sorted(EXAMPLES.glob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for j, match in enumerate(TF_LINE.finditer(source)):
+            yield f"examples/{path.name}-invalid-{j}", source, match["call"], match["expect"]
 
 
 def _tensors(values):
