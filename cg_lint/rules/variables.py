@@ -21,6 +21,7 @@ from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
 from cg_lint.rules.edits import insert_after, replace_node
 from cg_lint.syntax.environments import literal_binding
+from cg_lint.syntax.walk import function_nodes
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
           "layer": "Keras layer with weights"}
@@ -47,6 +48,23 @@ def _literal(expr: cst.BaseExpression | None, ctx: LintContext) -> cst.BaseExpre
         owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
         return literal_binding(expr, ctx.index.env_for(owner)) or expr
     return expr
+
+
+def _mutated(ctx: LintContext, name: cst.Name) -> bool:
+    """The list a name is bound to may change after it is built: a method is called on it
+    (``append``, ``extend``...), an item is assigned, or it is augmented (``+=``)."""
+    owner = ctx.index.enclosing(name, (cst.FunctionDef, cst.Lambda))
+    if owner is None:
+        return True
+    for node in function_nodes(owner):
+        kind = type(node)
+        if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == name.value:
+            return True
+        if kind is cst.Subscript and type(node.value) is cst.Name and node.value.value == name.value:
+            return True
+        if kind is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name.value:
+            return True
+    return False
 
 
 def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
@@ -532,6 +550,24 @@ def scaled(x):
 
 # tf: var_grads(scaled, [1.0, 2.0], [w]) => both ok [3.0]
 """,
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+b = tf.Variable(1.0, name="b")
+
+@tf.custom_gradient
+def affine(x):
+    w_value, b_value = tf.convert_to_tensor(w), tf.convert_to_tensor(b)
+    def grad(dy, variables=None):
+        var_grads = []
+        for v in variables:  # filled at run time, matched by identity
+            var_grads.append(tf.reduce_sum(dy * x) if v is w else tf.reduce_sum(dy))
+        return dy * w_value, var_grads
+    return x * w_value + b_value, grad
+
+# tf: var_grads(affine, [1.0, 2.0], [w, b]) => both ok [3.0, 2.0]
+""",
     )
     INVALID = (
         """
@@ -643,6 +679,8 @@ def scaled(x):
     def _variable_grads(ctx: LintContext, record: CustomGradient, expr: cst.BaseExpression) -> str | None:
         """The variable gradients of a pair: None, or a list shorter than the variables read."""
         reads = record.variable_reads
+        if type(expr) is cst.Name and _mutated(ctx, expr):
+            return None  # `gv = []` filled by `gv.append(...)`: its length is known only at run time
         value = _literal(expr, ctx)
         if type(value) is cst.Name and value.value == "None":
             return (f"grad of '{record.name}' returns None as its variable gradients but '{record.name}' reads "
