@@ -192,13 +192,13 @@ def _passed_to_eager_wrapper(index: FileIndex, arg: cst.Arg) -> bool:
 def _call_context(index: FileIndex, call: cst.CSTNode) -> tuple[bool, bool]:
     """(inside a tf.function-decorated def, inside a tf.cond/switch_case/while_loop branch)."""
     in_flow = False
-    child, parent = call, index.parent(call)
+    parent = index.parent(call)
     while parent is not None:
         if type(parent) in (cst.Lambda, cst.FunctionDef) and _is_control_flow_branch(index, parent):
             in_flow = True
         if type(parent) is cst.FunctionDef and is_tf_function(parent, index):
             return True, in_flow
-        child, parent = parent, index.parent(parent)
+        parent = index.parent(parent)
     return False, in_flow
 
 

@@ -98,13 +98,7 @@ def variables_branch(index: FileIndex, grad: GradFn, node: cst.CSTNode) -> str |
         return None
     child, parent = node, index.parent(node)
     while parent is not None and parent is not grad.node:
-        if type(parent) is cst.If:
-            sign = _variables_test(parent.test)
-            if sign and child is parent.body:
-                return PRESENT if sign > 0 else ABSENT
-            if sign and child is parent.orelse:
-                return ABSENT if sign > 0 else PRESENT
-        elif type(parent) is cst.IfExp:
+        if type(parent) is cst.If or type(parent) is cst.IfExp:
             sign = _variables_test(parent.test)
             if sign and child is parent.body:
                 return PRESENT if sign > 0 else ABSENT

@@ -92,13 +92,11 @@ def _converted_callback(index: FileIndex, func: FuncNode, scope: FuncNode) -> bo
         return True
     if type(func) is not cst.FunctionDef:
         return False
-    for node in function_nodes(scope):
-        if type(node) is cst.Call and any(type(a.value) is cst.Name and a.value.value == func.name.value
-                                          for a in node.args):
-            if any(n.startswith("tensorflow.") and n.rsplit(".", 1)[-1] in CONVERTING_OPS
-                   for n in index.qualnames(node.func)):
-                return True
-    return False
+    name = func.name.value
+    return any(type(node) is cst.Call and any(type(a.value) is cst.Name and a.value.value == name for a in node.args)
+               and any(n.startswith("tensorflow.") and n.rsplit(".", 1)[-1] in CONVERTING_OPS
+                       for n in index.qualnames(node.func))
+               for node in function_nodes(scope))
 
 
 def callback_of(index: FileIndex, func: FuncNode) -> str | None:

@@ -580,7 +580,7 @@ def passthrough(x):
         return dy, [tf.zeros_like(v) for v in variables]
     return tf.identity(x), grad
 
-# tf: grad(passthrough, [1.0, 2.0]) => eager raises expected to return 1 gradients, but returned 2; graph raises returned too few gradients
+# tf: grad(passthrough, [1.0, 2.0]) => eager raises return 1 gradients, but returned 2; graph raises too few gradients
 """,
         """
 import tensorflow as tf
@@ -592,7 +592,7 @@ def pair_sum(xs, y):
         return dz, dz  # expect: CG003
     return a + b + y, grad
 
-# tf: grad(lambda a, b, y: pair_sum([a, b], y), 1.0, 2.0, 3.0) => eager raises expected to return 3 gradients, but returned 2; graph raises returned too few gradients
+# tf: grad(lambda a, b, y: pair_sum([a, b], y), 1.0, 2.0, 3.0) => eager raises 3 gradients; graph raises too few
 """,
         """
 import tensorflow as tf
@@ -607,7 +607,7 @@ def twice(x):
 def thrice(x):
     return scaled(x, 3.0)  # expect: CG003
 
-# tf: grad(thrice, [1.0, 2.0]) => eager raises expected to return 2 gradients, but returned 1; graph raises returned too few gradients
+# tf: grad(thrice, [1.0, 2.0]) => eager raises return 2 gradients, but returned 1; graph raises too few gradients
 """,
     )
 

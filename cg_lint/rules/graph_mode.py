@@ -1052,7 +1052,7 @@ class _RankEvidence:
                 or id(self.ctx.index.env_for(helper)) in self._arguments:  # recursion: no fact
             return None
         params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
-        bound = dict(zip(params, (a.value for a in call.args if a.keyword is None)))
+        bound = dict(zip(params, (a.value for a in call.args if a.keyword is None), strict=False))
         bound.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
         return helper, bound, returns
 

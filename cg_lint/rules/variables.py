@@ -341,7 +341,7 @@ def doubled(x):
         return dy * 2.0, [tf.reduce_sum(dy * x) for _ in variables]
     return x * 2.0, grad
 
-# tf: grad(doubled, [1.0, 2.0]) => eager raises expected to return 1 gradients, but returned 2; graph raises returned too few gradients
+# tf: grad(doubled, [1.0, 2.0]) => eager raises return 1 gradients, but returned 2; graph raises too few gradients
 """,
         """
 import dataclasses
@@ -684,9 +684,9 @@ def scaled(x):
         value = _literal(expr, ctx)
         if type(value) is cst.Name and value.value == "None":
             return (f"grad of '{record.name}' returns None as its variable gradients but '{record.name}' reads "
-                    f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly and under tf.function, TF raises "
-                    f"TypeError: object of type 'NoneType' has no len(); return a list with one gradient (or None) "
-                    f"per variable in variables")
+                    f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly "
+                    f"and under tf.function, TF raises TypeError: object of type 'NoneType' has no len(); return a "
+                    f"list with one gradient (or None) per variable in variables")
         entries = _elements(value) if type(value) is cst.List else None
         if entries is None or len(entries) >= len(reads):
             return None
