@@ -642,10 +642,10 @@ def thrice(x):
             if returned and len(expected.exact) > 1 and any(n in expected.exact for n in returned):
                 # calls pass different numbers of inputs: each must match what grad returns
                 shown = " or ".join(str(n) for n in sorted(returned))
-                for site, n in expected.calls:
-                    if n in returned or site.keywords or not site.positional:
+                for call, n in expected.calls:
+                    if n in returned or call.keywords or not call.positional:
                         continue  # keywords change what TF records: CG008's business
-                    line, column = ctx.position(statement_of(ctx.index, site.node))
+                    line, column = ctx.position(statement_of(ctx.index, call.node))
                     yield self.finding(ctx, line, column, (
                         f"'{record.name}' is called here with {plural(n, 'input')} but its grad returns {shown} "
                         f"{'gradient' if returned == {1} else 'gradients'}: when the gradient is taken TF raises "

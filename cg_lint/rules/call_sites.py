@@ -236,7 +236,7 @@ def _mapping_items(ctx: LintContext, expr: cst.BaseExpression) -> list[tuple[str
         for element in expr.elements:
             if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
                 return None
-            items.append((element.key.evaluated_value, element.value))
+            items.append((str(element.key.evaluated_value), element.value))
         return items
     if type(expr) is cst.Call and call_name(expr, ctx.index.qualnames) == "dict":
         if any(a.keyword is None for a in expr.args):
