@@ -24,7 +24,7 @@ import libcst as cst
 from cg_lint.model.records import CallSite, CustomGradient, FuncNode
 from cg_lint.analyses.leaves import call_name
 from cg_lint.model.bodies import is_tf_function
-from cg_lint.syntax.walk import own_nodes
+from cg_lint.syntax.walk import children, own_nodes
 
 from cg_lint.syntax.index import FileIndex
 
@@ -78,8 +78,8 @@ def _eager_only(index: FileIndex, record: CustomGradient) -> str | None:
         return "it is defined under 'if tf.executing_eagerly():'"
     if asserts_eager(index, record.node):
         return "its forward requires tf.executing_eagerly()"
-    refs = _references(index, record)
-    if refs and _local(index, record):
+    refs = _references(index, record) if _local(index, record) else []
+    if refs:
         if all(kind == "py_function" for kind in refs):
             return "it is called only through tf.py_function"
         if all(kind in ("py_function", "eager") for kind in refs):
@@ -153,7 +153,9 @@ def asserts_eager(index: FileIndex, func: FuncNode) -> bool:
 
 def _local(index: FileIndex, record: CustomGradient) -> bool:
     """No other module can call it: nested in a function, or a private module-level name."""
-    return record.kind in ("nested", "lambda") or record.name.startswith("_") and record.kind == "function"
+    if record.kind in ("method", "staticmethod", "classmethod"):
+        return False
+    return index.enclosing(record.node, (cst.FunctionDef, cst.Lambda)) is not None or record.name.startswith("_")
 
 
 def _references(index: FileIndex, record: CustomGradient) -> list[str]:
@@ -161,8 +163,10 @@ def _references(index: FileIndex, record: CustomGradient) -> list[str]:
     tf.executing_eagerly()), or 'other'."""
     bindings = {id(b) for b in record.binding_nodes}
     own = record.node.name if type(record.node) is cst.FunctionDef else None
+    # a nested function's name is visible only inside the function around it
+    scope = index.enclosing(record.node, (cst.FunctionDef, cst.Lambda))
     kinds = []
-    for node in index.nodes:
+    for node in _walk(scope) if scope is not None else index.nodes:
         if type(node) is not cst.Name or node.value != record.name or node is own:
             continue
         parent = index.parent(node)
@@ -179,6 +183,15 @@ def _references(index: FileIndex, record: CustomGradient) -> list[str]:
         else:
             kinds.append("other")
     return kinds
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(children(current))
+    return out
 
 
 def _passed_to_eager_wrapper(index: FileIndex, arg: cst.Arg) -> bool:
