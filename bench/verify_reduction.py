@@ -33,6 +33,7 @@ def check(args: tuple[str, tuple[str, ...]]) -> tuple[str, str] | None:
     from cg_lint import prefilter
     from cg_lint.config import Settings
     from cg_lint.engine import build_context, lint_source
+    from cg_lint.prefilter.prepared import Prepared
     from cg_lint.sources import decode
 
     warnings.simplefilter("ignore")
@@ -52,7 +53,7 @@ def check(args: tuple[str, tuple[str, ...]]) -> tuple[str, str] | None:
             module = cst.parse_module(source)
         except Exception:
             return None
-        ctx = build_context(module, source, path, settings)
+        ctx = build_context(Prepared(source, module), path, settings)
         return [(r.qualname, r.line, r.column, r.kind, tuple(r.inputs), len(r.returns), len(r.grads),
                  tuple((c.line, c.column) for c in r.call_sites)) for r in ctx.records]
 

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from cg_lint import prefilter
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
 from cg_lint.findings import FileError, Finding
 from cg_lint.model.builder import qualname
+from cg_lint.prefilter.prepared import Prepared, prepare
 from cg_lint.syntax.index import FileIndex
 from cg_lint.syntax.names import BUILDER_MARKERS, CUSTOM_GRADIENT_BUILDERS
 
@@ -38,15 +38,14 @@ def find_custom_gradients(source: str, path: str, settings: Settings | None = No
     gradient at call time (``tf.recompute_grad(f)``), named as the function they are called in."""
     settings = settings or Settings()
     markers = settings.markers() + (BUILDER_MARKERS if builders else ())
-    # the same guard as linting: text CPython rejects, or nested deeper than libcst survives
-    # (it can crash the process), never reaches libcst
-    plan = prefilter.plan(source, markers, reduce=False)
-    if plan.skip or plan.error is not None:
+    # the same gates as linting (text CPython rejects, or nested deeper than libcst survives, never
+    # reaches libcst), without the reduction: every definition, not only what the rules need
+    prepared = prepare(source, path, markers, reduce=False)
+    if not isinstance(prepared, Prepared):
         return []
     try:
-        module = cst.parse_module(source)
-        ctx = build_context(module, source, path, settings)
-    except (cst.ParserSyntaxError, RecursionError):
+        ctx = build_context(prepared, path, settings)
+    except RecursionError:
         return []
     found = [
         Definition(r.name, r.qualname, r.line, r.column, r.kind, tuple(r.inputs), r.has_varargs)

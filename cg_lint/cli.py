@@ -85,6 +85,13 @@ def _rule_command(argv: list[str]) -> int:
         return EXIT_CLEAN
     rule = RULES_BY_CODE.get(args.code.upper())
     if rule is None:
+        from cg_lint.codes import CODES
+
+        code = CODES.get(args.code.upper())
+        if code is not None:  # a check only runtime-check makes, or the tool's own
+            print(f"# {code}: {code.name}\n\n{code.summary[0].upper()}{code.summary[1:]}. Theme: {code.theme}. "
+                  f"Reported by {'runtime-check' if code.runtime_only else 'cg-lint'}; see {code.page}.")
+            return EXIT_CLEAN
         print(f"cg-lint: error: unknown rule '{args.code}' (see 'cg-lint rule --all')", file=sys.stderr)
         return EXIT_ERROR
     from cg_lint.docs import page

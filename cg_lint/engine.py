@@ -1,26 +1,27 @@
-"""Lint one source: prefilter, parse once, build the model, run the enabled rules, apply noqa."""
+"""Lint one source: prepare it (gates, reduction, parse), build the model, run the enabled rules,
+apply noqa."""
 
 from __future__ import annotations
 
-import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
-
-import libcst as cst
 
 from cg_lint import prefilter
 from cg_lint.analyses.variable_reads import add_variable_reads
 from cg_lint.config import Settings
 from cg_lint.findings import FileError, FileResult, Finding
-from cg_lint.gc_pause import gc_paused
 from cg_lint.model.builder import ModelBuilder
 from cg_lint.noqa import is_suppressed
-from cg_lint.parse_cache import parse_with_cache
-from cg_lint.prefilter.lines import Layout
+from cg_lint.prefilter.gc_pause import gc_paused
+from cg_lint.prefilter.parse_cache import ChunkCache
+from cg_lint.prefilter.prepared import Prepared, one_line, prepare
+from cg_lint.prefilter.reduce import TextMemo
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
-from cg_lint.sources import decode
 from cg_lint.syntax.index import FileIndex
+from cg_lint.syntax.walk import NodeMemo
 
 if TYPE_CHECKING:
     import ast
@@ -30,111 +31,89 @@ if TYPE_CHECKING:
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 
+class Caches:
+    """What is kept between the files one owner lints, so unchanged code is not parsed, reduced or
+    walked again: the parse per top-level statement (``chunks``), the reduction's per-text facts
+    (``reduction``) and the walks and positions of nodes (``nodes``). Each is bounded.
+
+    The owner decides the lifetime: the flake8 plugin keeps one for its process (an editor's
+    language server re-lints on every save); a call of ``lint_source`` without one uses a fresh one
+    for that file only (the CLI sees each statement once).
+    """
+
+    def __init__(self) -> None:
+        self.chunks = ChunkCache()
+        self.reduction = TextMemo()
+        self.nodes = NodeMemo()
+
+    @contextmanager
+    def file(self) -> Iterator[None]:
+        """One file's analysis: the kept walks are trimmed to their bound first, and Python's cyclic
+        collector is held until it ends (``cg_lint.prefilter.gc_pause``)."""
+        self.nodes.trim()
+        with gc_paused():
+            yield
+
+
 def might_contain(data: bytes | str, settings: Settings) -> bool:
     return prefilter.might_contain(data, settings.markers())
 
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
                 apply_noqa: bool = True, *, tree: ast.Module | None = None,
-                reduce: bool = True, parse_cache: bool = False) -> FileResult:
+                reduce: bool = True, caches: Caches | None = None) -> FileResult:
     """``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``reduce=False``
     hands libcst the whole text of every substring candidate (the reference the prefilter is tested
-    against). ``parse_cache``: reuse the top-level statements parsed by earlier calls in this
-    process (cg_lint.parse_cache; for editors, which re-lint a file on every save)."""
-    with gc_paused():
-        return _lint_source(source, path, settings or Settings(), apply_noqa, tree, reduce, parse_cache)
+    against). ``caches``: reuse what earlier calls with the same caches parsed and walked (for
+    editors, which re-lint a file on every save); each top-level statement is then parsed alone."""
+    settings = settings or Settings()
+    kept = caches if caches is not None else Caches()
+    with kept.file():
+        prepared = prepare(source, path, settings.markers(), tree=tree, gates=reduce, reduce=reduce,
+                           chunks=kept.chunks if caches is not None else None, memo=kept.reduction)
+        result = FileResult(path)
+        if isinstance(prepared, FileError):
+            result.error = prepared
+        elif prepared is not None:
+            result.parsed = True
+            _lint_prepared(result, prepared, path, settings, apply_noqa, kept.nodes)
+        return result
 
 
-def _lint_source(source: str | bytes, path: str, settings: Settings, apply_noqa: bool,
-                 tree: ast.Module | None, reduce: bool, parse_cache: bool) -> FileResult:
-    result = FileResult(path)
-    if not might_contain(source, settings):
-        return result
-    if isinstance(source, bytes):
-        text = decode(source, path)
-        if isinstance(text, FileError):
-            result.error = text
-            return result
-    else:
-        text = source
-    parse_text, starts, members = text, None, None
-    line_map: list[int] | None = None  # the original line of each parsed line, when empty ones were dropped
-    if reduce:
-        try:
-            plan = prefilter.plan(text, settings.markers(), tree)
-        except Exception as e:  # never a traceback: the run goes on, the file is reported
-            result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
-            return result
-        if plan.skip:
-            return result
-        if plan.error is not None:
-            message, line, column = plan.error
-            result.error = FileError(path, _one_line(message), line, column)
-            return result
-        parse_text, starts, members = plan.text, plan.starts, plan.members
-        if starts is not None:
-            compacted = prefilter.compact(parse_text, starts, members)
-            if compacted is not None:
-                parse_text, line_map, starts, members = compacted
+def _lint_prepared(result: FileResult, prepared: Prepared, path: str, settings: Settings, apply_noqa: bool,
+                   walk: NodeMemo) -> None:
     try:
-        module = parse_with_cache(parse_text, starts) if parse_cache and starts else cst.parse_module(parse_text)
-    except cst.ParserSyntaxError as e:
-        message = re.sub(r"^(parser error: )?error at \d+:\d+: ", "", e.message)
-        line = e.raw_line if line_map is None or not 0 < e.raw_line <= len(line_map) else line_map[e.raw_line - 1]
-        result.error = FileError(path, _one_line(f"cannot parse: {message}"), line, e.raw_column + 1)
-        return result
-    except RecursionError:
-        result.error = FileError(path, "cannot parse: nesting too deep")
-        return result
-    except Exception as e:  # libcst's native parser can fail in other ways; one line, never a traceback
-        result.error = FileError(path, _one_line(f"cannot parse: libcst failed: {type(e).__name__}: {e}"))
-        return result
-    result.parsed = True
-    try:
-        result.findings = _run_rules(module, text, path, settings, starts, parse_text, members, line_map)
+        result.findings = _run_rules(prepared, path, settings, walk)
     except RecursionError:
         # the prefilter already turned away code nested deeper than the analysis can follow, so
         # this is a cycle the analysis did not guard (a name bound from itself, say): ours to fix
         result.error = FileError(path, "internal error: the analysis recursed too deeply (please report this)")
-        return result
+        return
     except Exception as e:  # never a traceback: the run goes on, the file is reported
-        result.error = FileError(path, _one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
-        return result
+        result.error = FileError(path, one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
+        return
     if apply_noqa:
-        lines = text.splitlines()
+        lines = prepared.text.splitlines()
         result.findings = [
             f for f in result.findings
             if not (0 < f.line <= len(lines) and is_suppressed(lines[f.line - 1], f.code))
         ]
-    return result
 
 
-def _one_line(message: str) -> str:
-    return " ".join(message.split()) if "\n" in message or "\r" in message else message
-
-
-def build_context(module: cst.Module, text: str, path: str, settings: Settings,
-                  starts: list[int] | None = None, parsed_text: str | None = None,
-                  members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> LintContext:
-    """``text`` is the file as the user wrote it; ``parsed_text`` what libcst parsed, when reduced
-    (``line_map``: the original line of each of its lines, when empty lines were dropped)."""
-    layout = None
-    if starts:
-        source_lines = prefilter.split_lines(parsed_text if parsed_text is not None else text)
-        layout = Layout(starts, source_lines, members, line_map)
-    index = FileIndex(module, path, settings.decorators, layout)
+def build_context(prepared: Prepared, path: str, settings: Settings, walk: NodeMemo | None = None) -> LintContext:
+    """The index of a prepared file and its records, with every variable read found."""
+    index = FileIndex(prepared, path, settings.decorators, walk)
     records = ModelBuilder(index).build()
     add_variable_reads(index, records)
     return LintContext(path=path, index=index, records=records)
 
 
-def _run_rules(module: cst.Module, text: str, path: str, settings: Settings,
-               starts: list[int] | None = None, parsed_text: str | None = None,
-               members: dict[int, list[int]] | None = None, line_map: list[int] | None = None) -> list[Finding]:
-    rules = [rule(explicit=settings.is_explicit(rule.code)) for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
+def _run_rules(prepared: Prepared, path: str, settings: Settings, walk: NodeMemo) -> list[Finding]:
+    rules = [rule(explicit=settings.is_explicit(rule.code)) for rule in ALL_RULES
+             if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
-    ctx = build_context(module, text, path, settings, starts, parsed_text, members, line_map)
+    ctx = build_context(prepared, path, settings, walk)
     if not ctx.records:
         return []
     findings: dict[tuple, Finding] = {}

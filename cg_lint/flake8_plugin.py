@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cg_lint import __version__
+
+if TYPE_CHECKING:
+    from cg_lint.engine import Caches
 
 
 def markers(decorators: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -25,6 +28,7 @@ class Plugin:
     _decorators: frozenset[str] = frozenset()
     _explicit: tuple[str, ...] = ()
     _markers: tuple[str, ...] = markers()
+    caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
 
     # flake8 makes this a tree plugin because __init__ asks for `tree`
     def __init__(self, tree: ast.AST | None, lines: list[str], filename: str = "(none)") -> None:
@@ -60,12 +64,16 @@ class Plugin:
             return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
-        from cg_lint.engine import lint_source
+        from cg_lint.engine import Caches, lint_source
 
         settings = Settings(select=("CG",), extend_select=self._explicit, decorators=self._decorators)
         tree = self.tree if isinstance(self.tree, ast.Module) else None
-        # the language server keeps this process between saves: reuse unchanged statements' parse
-        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, parse_cache=True)
+        # the plugin's caches live as long as flake8's process, which an editor's language server
+        # keeps between saves: unchanged statements are not parsed or walked again
+        caches = Plugin.caches
+        if caches is None:
+            caches = Plugin.caches = Caches()
+        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches)
         error = result.error
         if error is not None and error.message.startswith("internal error"):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))

@@ -4,4 +4,6 @@ Importing this package does not import TensorFlow; only the child-process worker
 the checked decorator (:mod:`runtime_check.checked`) and an enabled pytest plugin do.
 """
 
-__version__ = "0.1.0"
+from cg_lint import __version__  # one version for the distribution that ships both tools
+
+__all__ = ["__version__"]

@@ -1,7 +1,7 @@
 """Map an exception raised while running a custom gradient to the linter's rule code.
 
 TensorFlow's messages are matched on stable substrings (they drift between versions, see
-TF-CONTRACT §4). Returns ``None`` for errors that say nothing about the custom-gradient contract
+docs/tf-contract.md). Returns ``None`` for errors that say nothing about the custom-gradient contract
 (a probe of the wrong shape, say): the caller then tries the next input.
 """
 

@@ -154,6 +154,21 @@ def test_broken_files_are_one_line_each_and_the_run_goes_on(write, tmp_path):
     assert found[1].startswith("./d_cookie.py:9:9: CG003")
 
 
+def test_a_syntax_error_counts_only_where_a_custom_gradient_can_be(write, tmp_path):
+    """As the README says: cg-lint is not a syntax checker. A file that never names the marker is
+    not read past the substring test (exit 0); one that does and does not parse is an error."""
+    write("plain.py", "def f(x:\n")
+    write("ok.py", "x = 1\n")
+    assert run_cli(".", cwd=tmp_path).returncode == 0
+    assert run_cli("plain.py", cwd=tmp_path).returncode == 0
+    write("comment.py", "import tensorflow as tf  # custom_gradient one day\ndef f(x:\n")
+    assert run_cli(".", cwd=tmp_path).returncode == 0  # named in a comment only: cannot define one
+    write("used.py", "import tensorflow as tf\ncg = tf.custom_gradient\ndef f(x:\n")
+    proc = run_cli(".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.decode().splitlines()[0] == "./used.py:3:6: error: cannot parse: '(' was never closed"
+
+
 def test_missing_path(write, tmp_path):
     write("bad.py", BAD)
     proc = run_cli("nope.py", "bad.py", cwd=tmp_path)

@@ -126,3 +126,14 @@ def test_runtime_targets_walk_like_the_linter(tmp_path: Path) -> None:
     settings = load_settings(tmp_path / "pyproject.toml")
     units = expand([str(tmp_path)], cwd=tmp_path, settings=settings)
     assert sorted(Path(u.path).relative_to(tmp_path).as_posix() for u in units) == ["src/ops.py", "src/own.py"]
+
+
+def test_cg_lint_rule_explains_every_registered_code() -> None:
+    from lint_helpers import run_cli
+
+    shown = run_cli("rule", "CG101")
+    assert shown.returncode == 0
+    assert shown.stdout.decode().splitlines()[0] == "# CG101: gradient-shape"
+    assert "Reported by runtime-check; see docs/runtime-check.md#checks." in shown.stdout.decode()
+    unknown = run_cli("rule", "CG099")
+    assert unknown.returncode == 2 and "unknown rule 'CG099'" in unknown.stderr.decode()

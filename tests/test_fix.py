@@ -99,9 +99,10 @@ def test_noqa_findings_are_not_fixed():
 def test_edit_helpers_locate_nodes_like_the_rules_do():
     from cg_lint.config import Settings
     from cg_lint.engine import build_context
+    from cg_lint.prefilter.prepared import Prepared
     from cg_lint.rules.edits import insert_after, insert_before, node_code, replace_node
 
-    ctx = build_context(cst.parse_module(BROKEN), BROKEN, "m.py", Settings())
+    ctx = build_context(Prepared(BROKEN, cst.parse_module(BROKEN)), "m.py", Settings())
     (record,) = ctx.records
     value = record.returns[0].site.value
     rule_fix = lint_source(BROKEN, "m.py").findings[0].fix

@@ -16,7 +16,7 @@ PACKAGES = ("cg_lint", "runtime_check")
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("vocabulary", ("cg_lint", "cg_lint.codes", "cg_lint.findings", "cg_lint.config", "cg_lint.sources",
                     "cg_lint.noqa")),
-    ("prefilter", ("cg_lint.prefilter", "cg_lint.parse_cache", "cg_lint.gc_pause")),
+    ("prefilter", ("cg_lint.prefilter",)),
     ("syntax", ("cg_lint.syntax",)),
     ("model", ("cg_lint.model",)),
     ("analyses", ("cg_lint.analyses",)),

@@ -1,4 +1,4 @@
-"""Parsing one top-level statement at a time, with a cache (cg_lint.parse_cache), against libcst.
+"""Parsing one top-level statement at a time, with a cache (cg_lint.prefilter.parse_cache), against libcst.
 
 The reference is always ``cst.parse_module`` of the whole text: the same code, a tree that
 ``deep_equals`` it, the same findings at the same positions. Two things are not the text itself but
@@ -24,10 +24,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from bench.gen_cg import generate
-from cg_lint import parse_cache, prefilter
+from cg_lint import prefilter
 from cg_lint.config import Settings
-from cg_lint.engine import FileResult, lint_source
-from cg_lint.parse_cache import ChunkCache, parse_by_statement, parse_with_cache
+from cg_lint.engine import Caches, FileResult, lint_source
+from cg_lint.prefilter.parse_cache import ChunkCache, parse_by_statement, parse_with_cache
 from cg_lint.prefilter.lines import groups
 from cg_lint.rules import ALL_RULES
 from lint_helpers import ROOT
@@ -37,6 +37,11 @@ pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 ALL = Settings(select=("ALL",))
 DATA = Path(__file__).parent / "data"
 EXAMPLES = int(os.environ.get("CG_LINT_EXAMPLES", "40"))
+
+
+# one owner for the whole module, as an editor's process keeps one across saves
+CACHES = Caches()
+CHUNKS = CACHES.chunks
 
 
 def starts_of(text: str) -> list[int]:
@@ -55,15 +60,16 @@ def assert_unique_nodes(module: cst.Module) -> None:
         stack.extend(node.children)
 
 
-def assert_same_parse(text: str, starts: list[int] | None = None, *, by_statement: bool = True) -> cst.Module:
+def assert_same_parse(text: str, starts: list[int] | None = None, *, by_statement: bool = True,
+                      chunks: ChunkCache = CHUNKS) -> cst.Module:
     """The assembled module is the whole parse; ``by_statement``: without falling back to it."""
     starts = starts_of(text) if starts is None else starts
     whole = cst.parse_module(text)
-    module = parse_with_cache(text, starts)
+    module = parse_with_cache(text, starts, chunks)
     assert module.code == whole.code
     assert module.deep_equals(whole)
     assert_unique_nodes(module)
-    assert (parse_by_statement(text, starts) is not None) == by_statement
+    assert (parse_by_statement(text, starts, chunks) is not None) == by_statement
     return module
 
 
@@ -72,7 +78,7 @@ def findings(result: FileResult) -> tuple:
 
 
 def assert_same_lint(text: str, path: str = "example.py") -> None:
-    cached = lint_source(text, path, ALL, parse_cache=True)
+    cached = lint_source(text, path, ALL, caches=CACHES)
     assert findings(cached) == findings(lint_source(text, path, ALL))
 
 
@@ -176,9 +182,9 @@ def test_what_pieces_cannot_give_falls_back_to_the_whole_parse(text: str) -> Non
 def test_no_statements_or_no_starts() -> None:
     for text in ("", "# only a comment\n", "\n\n"):
         assert_same_parse(text, by_statement=False)
-    assert parse_with_cache("x = 1\n", None).deep_equals(cst.parse_module("x = 1\n"))
-    assert parse_by_statement("x = 1\n", []) is None
-    assert parse_by_statement("x = 1\ny = 2\n", [2, 1]) is None  # not a cut libcst would make
+    assert parse_with_cache("x = 1\n", None, CHUNKS).deep_equals(cst.parse_module("x = 1\n"))
+    assert parse_by_statement("x = 1\n", [], CHUNKS) is None
+    assert parse_by_statement("x = 1\ny = 2\n", [2, 1], CHUNKS) is None  # not a cut libcst would make
 
 
 def test_tricky_layouts_lint_the_same() -> None:
@@ -203,7 +209,7 @@ def _edit_function(text: str, name: str, constant: str) -> str:
 
 def test_an_edit_reparses_only_what_changed() -> None:
     text = generate(2000)
-    first = parse_with_cache(text, starts_of(text))
+    first = parse_with_cache(text, starts_of(text), CHUNKS)
     name = _ops(text)[5]
     edited = _edit_function(text, name, "3.0")
     second = assert_same_parse(edited)
@@ -225,19 +231,18 @@ def test_an_edit_lints_the_same_and_in_place() -> None:
         assert_same_lint(source, "ops.py")
 
 
-def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_cache_is_bounded() -> None:
     cache = ChunkCache(5_000)
-    monkeypatch.setattr(parse_cache, "CACHE", cache)
     small = "def f():\n    return 1\n\n\nx = f()\n"
-    before = assert_same_parse(small)
-    assert assert_same_parse(small).body[0] is before.body[0]  # it fits: kept
+    before = assert_same_parse(small, chunks=cache)
+    assert assert_same_parse(small, chunks=cache).body[0] is before.body[0]  # it fits: kept
     text = generate(2000)
-    assert_same_parse(text)
+    assert_same_parse(text, chunks=cache)
     assert 0 < cache.chars <= cache.limit and len(text) > cache.limit
-    assert assert_same_parse(small).body[0] is not before.body[0]  # the big file pushed it out
+    assert assert_same_parse(small, chunks=cache).body[0] is not before.body[0]  # the big file pushed it out
     cache.limit = 0  # nothing fits: everything is parsed, nothing kept
     cache.clear()
-    assert_same_parse(text)
+    assert_same_parse(text, chunks=cache)
     assert (cache.chars, len(cache)) == (0, 0)
 
 
@@ -248,10 +253,10 @@ def test_a_piece_libcst_rejects_gives_the_whole_parse_error() -> None:
     with pytest.raises(cst.ParserSyntaxError) as whole:
         cst.parse_module(source)
     with pytest.raises(cst.ParserSyntaxError) as pieces:
-        parse_with_cache(source, starts_of(source))
+        parse_with_cache(source, starts_of(source), CHUNKS)
     assert (pieces.value.raw_line, pieces.value.raw_column, pieces.value.message) == \
         (whole.value.raw_line, whole.value.raw_column, whole.value.message)
-    cached = lint_source(source, "bad.py", ALL, parse_cache=True)
+    cached = lint_source(source, "bad.py", ALL, caches=CACHES)
     assert cached.error is not None and cached.error.line == 9
     assert findings(cached) == findings(lint_source(source, "bad.py", ALL))
 
@@ -272,8 +277,8 @@ DRIVER = textwrap.dedent('''\
         except SystemExit:
             pass
         reports.append(report.read_text())
-    from cg_lint.parse_cache import CACHE
-    out.write_text(json.dumps({"reports": reports, "cached": len(CACHE)}))
+    from cg_lint.flake8_plugin import Plugin
+    out.write_text(json.dumps({"reports": reports, "cached": len(Plugin.caches.chunks)}))
 ''')
 
 
@@ -333,9 +338,9 @@ def test_mutated_real_sources(path: Path, rnd: random.Random) -> None:
         whole = cst.parse_module(text)
     except cst.ParserSyntaxError:
         with pytest.raises(cst.ParserSyntaxError):
-            parse_with_cache(text, starts)
+            parse_with_cache(text, starts, CHUNKS)
     else:
-        module = parse_with_cache(text, starts)
+        module = parse_with_cache(text, starts, CHUNKS)
         assert module.code == whole.code and module.deep_equals(whole)
         assert_unique_nodes(module)
     assert_same_lint(text, path.name)

@@ -65,3 +65,21 @@ def test_fix_hook_rewrites_the_file_and_the_result_lints_clean(tmp_path):
     # a second run has nothing left to fix: pre-commit passes
     again = try_repo(repo, "cg-lint-fix")
     assert again.returncode == 0, again.stdout + again.stderr
+
+
+def test_the_fix_hook_output_shown_in_the_docs_is_real(tmp_path):
+    """docs/fixes.md shows what pre-commit prints when cg-lint-fix changed files: two files with a
+    CG001 each, examples/arity.py among them."""
+    import re
+
+    page = (ROOT / "docs" / "fixes.md").read_text(encoding="utf-8")
+    shown = re.search(r"^```text\n(cg-lint --fix .*?)^```", page, re.S | re.M)
+    assert shown is not None
+    repo = user_repo(tmp_path, {"arity.py": (ROOT / "examples" / "arity.py").read_text(), "model.py": BROKEN})
+    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), NO_COLOR="1")
+    proc = subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "cg-lint-fix", "--all-files"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+    printed = [line.rstrip() for line in (proc.stdout + proc.stderr).splitlines()]
+    expected = [line.rstrip() for line in shown.group(1).splitlines()]
+    starts = [i for i, line in enumerate(printed) if line == expected[0]]
+    assert starts and printed[starts[0]:starts[0] + len(expected)] == expected, "\n".join(printed)

@@ -24,6 +24,7 @@ from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source
 from cg_lint.prefilter.lines import Layout
 from cg_lint.prefilter.mentions import only_mentions
+from cg_lint.prefilter.prepared import Prepared
 from cg_lint.rules import ALL_RULES
 from cg_lint.syntax.index import FileIndex
 from cg_lint.syntax.positions import compute_ranges
@@ -39,7 +40,7 @@ def records(text: str, path: str = "module.py", settings: Settings = ALL) -> lis
         module = cst.parse_module(text)
     except Exception:
         return None
-    ctx = build_context(module, text, path, settings)
+    ctx = build_context(Prepared(text, module), path, settings)
     return [
         (r.qualname, r.line, r.column, r.kind, tuple(r.inputs), r.has_varargs, tuple(sorted(r.structured_params)),
          tuple((fr.site.line, None if fr.elements is None else len(fr.elements), fr.grad.name if fr.grad else None)
@@ -408,7 +409,7 @@ def test_positions_match_libcst() -> None:
                 assert compute_ranges(module) == expected
                 for order in (1, -1):  # per statement / per member, whichever is asked first
                     layout = Layout(plan.starts, prefilter.split_lines(plan.text), plan.members)
-                    index = FileIndex(module, layout=layout)
+                    index = FileIndex(Prepared(plan.text, module, layout))
                     for node in index.nodes[1:][::order]:
                         assert index._range(node) == expected.get(id(node)), (name, type(node).__name__)
 

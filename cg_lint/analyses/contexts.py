@@ -24,7 +24,6 @@ import libcst as cst
 from cg_lint.model.records import CallSite, CustomGradient, FuncNode
 from cg_lint.analyses.leaves import call_name
 from cg_lint.model.bodies import is_tf_function
-from cg_lint.syntax.walk import children, own_nodes
 
 from cg_lint.syntax.index import FileIndex
 
@@ -166,7 +165,7 @@ def _references(index: FileIndex, record: CustomGradient) -> list[str]:
     # a nested function's name is visible only inside the function around it
     scope = index.enclosing(record.node, (cst.FunctionDef, cst.Lambda))
     kinds = []
-    for node in _walk(scope) if scope is not None else index.nodes:
+    for node in index.walk.walk(scope) if scope is not None else index.nodes:
         if type(node) is not cst.Name or node.value != record.name or node is own:
             continue
         parent = index.parent(node)
@@ -183,15 +182,6 @@ def _references(index: FileIndex, record: CustomGradient) -> list[str]:
         else:
             kinds.append("other")
     return kinds
-
-
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(children(current))
-    return out
 
 
 def _passed_to_eager_wrapper(index: FileIndex, arg: cst.Arg) -> bool:
@@ -225,7 +215,7 @@ def _is_control_flow_branch(index: FileIndex, func: FuncNode) -> bool:
             and any(n.startswith(("tensorflow.", "keras.")) for n in index.qualnames(node.func))
     owner = index.enclosing(func, (cst.FunctionDef, cst.Lambda))
     scope = owner.body if type(owner) is cst.FunctionDef else index.module
-    for node in own_nodes(scope):
+    for node in index.walk.own_nodes(scope):
         if (type(node) is cst.Call and _last(call_name(node, index.qualnames)) in _CONTROL_FLOW
                 and any(type(n) is cst.Name and n.value == func.name.value  # type: ignore[union-attr]
                         for a in node.args for n in _flat(a.value))):

@@ -21,7 +21,7 @@ from cg_lint.model.bodies import RECORD_NODES, TENSOR_CALLBACK_OPS, all_bodies, 
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.syntax.environments import Env, Unknown
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import SCOPES, children, function_nodes, own_nodes
+from cg_lint.syntax.walk import SCOPES
 
 # Attributes of a tensor that are Python values, known while tracing.
 STATIC_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "name", "device", "graph", "op", "value_index",
@@ -95,7 +95,7 @@ def _executes_eagerly(name: str | None) -> bool:
 
 def _eager_only_test(test: cst.BaseExpression, index: FileIndex) -> bool:
     """An ``if`` that separates eager from graph execution: both branches are deliberate."""
-    for node in _walk(test):
+    for node in _walk(test, index):
         if type(node) is cst.Call and _executes_eagerly(call_name(node, index.qualnames)):
             return True
         if type(node) is cst.Name and node.value in ("EagerTensor",):
@@ -141,12 +141,13 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
     cached = index.memo.get(key)
     if cached is not None:
         return cached  # type: ignore[return-value]
-    own = function_nodes(func)  # kept across analyses of unchanged code (cg_lint.syntax.walk)
+    walk = index.walk
+    own = walk.function_nodes(func)  # kept across analyses of unchanged code (cg_lint.syntax.walk)
     if not any(type(node) in _SKIPPABLE for node in own):  # nothing to skip: the same nodes
         index.memo[key] = own
         return own
     out: list[cst.CSTNode] = []
-    stack: list[cst.CSTNode] = [func.body] if type(func) is cst.Lambda else list(reversed(children(func.body)))
+    stack: list[cst.CSTNode] = [func.body] if type(func) is cst.Lambda else list(reversed(walk.children(func.body)))
     scopes = SCOPES
     while stack:
         node = stack.pop()
@@ -158,17 +159,17 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
         out.append(node)
         if kind in scopes:
             continue
-        stack.extend(reversed(children(node)))
+        stack.extend(reversed(walk.children(node)))
     index.memo[key] = out
     return out
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _walk(node: cst.CSTNode, index: FileIndex) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed(children(current)))
+        stack.extend(reversed(index.walk.children(current)))
 
 
 def statement_of(index: FileIndex, node: cst.CSTNode) -> cst.CSTNode:
@@ -214,10 +215,10 @@ _TUPLE_OPS = _STRUCTURE_CALLS | frozenset({
 })
 
 
-def return_values(func: cst.FunctionDef) -> list[cst.BaseExpression]:
+def return_values(index: FileIndex, func: cst.FunctionDef) -> list[cst.BaseExpression]:
     """The values a plain function returns; empty when one returns nothing or it is a generator."""
     out = []
-    for node in own_nodes(func.body):
+    for node in index.walk.own_nodes(func.body):
         if type(node) in (cst.Yield,):
             return []
         if type(node) is cst.Return:
@@ -397,7 +398,7 @@ class Tensors:
         return func
 
     def _helper_result(self, helper: cst.FunctionDef, call: cst.Call) -> bool:
-        returns = return_values(helper)
+        returns = return_values(self.ix, helper)
         if not returns:
             return False
         env = self.ix.env_for(helper)
@@ -423,7 +424,7 @@ class Tensors:
             return set()
         calls: list[cst.Call] = []
         for body in all_bodies(self.ix, self.record):
-            for node in function_nodes(body.func):
+            for node in self.ix.walk.function_nodes(body.func):
                 if type(node) is not cst.Call:
                     continue
                 if type(node.func) is cst.Name and func in self.ix.lookup_function(node.func):
@@ -499,7 +500,7 @@ class Tensors:
             if type(node) in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
                 comp = node.for_in
                 while comp is not None:
-                    if any(type(n) is cst.Name and n.value == name.value for n in _walk(comp.target)):
+                    if any(type(n) is cst.Name and n.value == name.value for n in _walk(comp.target, self.ix)):
                         return True
                     comp = comp.inner_for_in
             node = self.ix.parent(node)

@@ -27,7 +27,6 @@ from cg_lint.model.bodies import all_bodies
 from cg_lint.model.records import CustomGradient, FuncNode, VariableRead
 from cg_lint.syntax.environments import Unknown
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import children, function_nodes
 
 VARIABLE_CONSTRUCTORS = frozenset({
     "tensorflow.Variable", "tensorflow.compat.v1.Variable", "tensorflow.compat.v2.Variable",
@@ -124,7 +123,7 @@ class VariableFinder:
         # every node here is in func's own body, so func is where its names are looked up; the
         # (memoised) kind is asked before whether the node is a read, which is rarely needed
         reads = ("variable", "created") if created_ok else ("variable",)
-        for node in function_nodes(func):
+        for node in self.ix.walk.function_nodes(func):
             kind_of = type(node)
             if kind_of is cst.Name:
                 kind = self._name_kind(node, owner=func)
@@ -329,7 +328,7 @@ class VariableFinder:
         if found is None:
             found = self.ix.memo[key] = [
                 (target.target.attr.value, node.value)
-                for node in _walk_class(cls) if type(node) is cst.Assign
+                for node in _walk_class(cls, self.ix) if type(node) is cst.Assign
                 for target in node.targets
                 if type(target.target) is cst.Attribute and _is_name(target.target.value, "self")
             ]
@@ -392,14 +391,15 @@ def _passed_positionally(record: CustomGradient, text: str) -> bool:
     return False
 
 
-def _walk_class(cls: cst.ClassDef) -> Iterator[cst.CSTNode]:
-    stack: list[cst.CSTNode] = list(children(cls.body))
+def _walk_class(cls: cst.ClassDef, index: FileIndex) -> Iterator[cst.CSTNode]:
+    kids_of = index.walk.children
+    stack: list[cst.CSTNode] = list(kids_of(cls.body))
     while stack:
         node = stack.pop()
         yield node
         if type(node) is cst.ClassDef:
             continue
-        stack.extend(children(node))
+        stack.extend(kids_of(node))
 
 
 def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:
@@ -423,11 +423,11 @@ def _run_times(index: FileIndex, record: CustomGradient) -> tuple[list[FuncNode]
     named_in: dict[str, list[int]] = {}  # name -> the grads (ids) that mention it
     for body in bodies:
         if body.in_grad:
-            for node in function_nodes(body.func):
+            for node in index.walk.function_nodes(body.func):
                 if type(node) is cst.Name:
                     named_in.setdefault(node.value, []).append(id(body.top))
     forward_names = {node.value for b in bodies if not b.in_grad
-                     for node in function_nodes(b.func) if type(node) is cst.Name}
+                     for node in index.walk.function_nodes(b.func) if type(node) is cst.Name}
     grad_time: dict[int, int] = {}  # a def nested in the forward -> the grad it runs with
     for body in bodies:
         if not body.nested:
@@ -488,7 +488,7 @@ def _closed(index: FileIndex, funcs: list[FuncNode]) -> bool:
     local = {id(index.env_for(f)) for f in funcs}
     module = index.module_env
     for func in funcs:
-        for node in function_nodes(func):
+        for node in index.walk.function_nodes(func):
             if type(node) is not cst.Name or node.value in ("True", "False", "None"):
                 continue
             parent = index.parent(node)

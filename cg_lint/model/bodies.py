@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cg_lint.model.records import CustomGradient, FuncNode
-from cg_lint.syntax.walk import function_nodes
 
 from cg_lint.syntax.index import FileIndex
 
@@ -72,7 +71,7 @@ def all_bodies(index: FileIndex, record: CustomGradient) -> list[Body]:
         stack: list[FuncNode] = [top.func]
         while stack:
             func = stack.pop()
-            for node in function_nodes(func):
+            for node in index.walk.function_nodes(func):
                 if type(node) is not cst.FunctionDef and type(node) is not cst.Lambda:
                     continue
                 if id(node) in seen or id(node) in records or is_tf_function(node, index):  # type: ignore[operator]
@@ -96,7 +95,7 @@ def _converted_callback(index: FileIndex, func: FuncNode, scope: FuncNode) -> bo
     return any(type(node) is cst.Call and any(type(a.value) is cst.Name and a.value.value == name for a in node.args)
                and any(n.startswith("tensorflow.") and n.rsplit(".", 1)[-1] in CONVERTING_OPS
                        for n in index.qualnames(node.func))
-               for node in function_nodes(scope))
+               for node in index.walk.function_nodes(scope))
 
 
 def callback_of(index: FileIndex, func: FuncNode) -> str | None:

@@ -17,7 +17,6 @@ from cg_lint.model.records import (
 from cg_lint.model.bodies import RECORD_NODES, all_bodies
 from cg_lint.syntax.environments import Env
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import function_nodes, own_nodes
 
 _PARTIAL = ("functools.partial", "partial")
 _SEQUENCE_CALLS = frozenset({"len", "zip", "enumerate", "list", "tuple", "map", "sorted", "reversed", "iter"})
@@ -170,7 +169,7 @@ class ModelBuilder:
         if type(func) is cst.Lambda:
             return [ReturnSite(anchor=func.body, locate=self.locate, value=func.body)]
         return [ReturnSite(anchor=node, locate=self.locate, value=node.value)
-                for node in own_nodes(func.body) if type(node) is cst.Return]
+                for node in self.ix.walk.own_nodes(func.body) if type(node) is cst.Return]
 
     def _describe(self, record: CustomGradient) -> None:
         env = self.env_for(record.node)
@@ -227,7 +226,7 @@ class ModelBuilder:
         names = set(record.inputs)
         uses: dict[str, set[int | None]] = {}
         for body in all_bodies(self.ix, record):
-            for node in function_nodes(body.func):
+            for node in self.ix.walk.function_nodes(body.func):
                 for name, size in _sequence_uses(node, names).items():
                     uses.setdefault(name, set()).add(size)
         record.structured_sizes = {n: next(iter(s)) for n, s in uses.items()  # type: ignore[misc]

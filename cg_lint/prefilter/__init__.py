@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from cg_lint.prefilter.depth import MAX_DEPTH, too_deep
 from cg_lint.prefilter.lines import Lines, compact, first_line, groups, split_lines, touches, word_pattern
 from cg_lint.prefilter.mentions import only_mentions
-from cg_lint.prefilter.reduce import reduce as _reduce
+from cg_lint.prefilter.reduce import TextMemo, reduce as _reduce
 
 __all__ = ["MARKER", "MAX_DEPTH", "Plan", "compact", "markers", "might_contain", "parse_ast", "plan", "split_lines"]
 
@@ -66,8 +66,10 @@ class Plan:
     error: tuple[str, int | None, int | None] | None = None
 
 
-def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, reduce: bool = True) -> Plan:
-    """Gates 2 and 3 for one decoded source; ``tree`` may be passed when the caller has it (flake8)."""
+def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, reduce: bool = True,
+         memo: TextMemo | None = None) -> Plan:
+    """Gates 2 and 3 for one decoded source; ``tree`` may be passed when the caller has it (flake8),
+    ``memo`` keeps the reduction's per-text facts across calls."""
     if tree is None:
         if only_mentions(text, names):  # gate 1b: no occurrence can be a use; the ast would agree
             return Plan(True, "")
@@ -76,7 +78,7 @@ def plan(text: str, names: tuple[str, ...], tree: ast.Module | None = None, redu
             return Plan(False, "", error=tree_or_error)
         tree = tree_or_error
     try:
-        result = _plan(text, names, tree, reduce)
+        result = _plan(text, names, tree, reduce, memo)
     except (RecursionError, MemoryError):
         return Plan(False, "", error=("cannot parse: nesting too deep", None, None))
     if not result.skip:
@@ -102,7 +104,7 @@ def parse_ast(text: str) -> ast.Module | tuple[str, int | None, int | None]:
         return ("cannot parse: nesting too deep", None, None)
 
 
-def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> Plan:
+def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool, memo: TextMemo | None) -> Plan:
     lines = split_lines(text)
     offsets = Lines(lines)
     body = tree.body
@@ -120,7 +122,7 @@ def _plan(text: str, names: tuple[str, ...], tree: ast.Module, reduce: bool) -> 
     everything = Plan(False, text, len(body), len(body), [first for first, _ in groups(body)[1]])
     if not reduce:
         return everything
-    reduced = _reduce(text, lines, offsets, body, sorted(set(occ) | set(alias_occ)), words | aliases)
+    reduced = _reduce(text, lines, offsets, body, sorted(set(occ) | set(alias_occ)), words | aliases, memo)
     if reduced is None:
         return everything
     reduced_text, kept, starts = reduced

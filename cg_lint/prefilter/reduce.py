@@ -12,7 +12,10 @@ rule that reads more must extend this):
 - call sites: statements naming a function a root defines (methods: within their class);
 - name resolution: every top-level statement binding a name a kept statement mentions, to a
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
-  stay whole. Mentions are every word of the kept text (strings and comments included);
+  stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
+  instead: defs that the roots and call sites name (helpers whose returns the tensor analysis
+  reads, one call deep) and classes that mention ``Variable``/``add_weight`` (a module-level object
+  built from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
   are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
@@ -25,11 +28,12 @@ from __future__ import annotations
 import ast
 import bisect
 import re
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
 _WORD = re.compile(r"\w+")
+# `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
 _EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
@@ -43,11 +47,8 @@ _SELF_STORE = re.compile(
     r"|^[ \t]*(?:async\s+)?for\b[^\n]*?\b(?:self|cls)\s*\.\s*(\w+)"
     r"|^[ \t]*(?:self|cls)\s*\.\s*(\w+)\s*:"
     r"|\bas\s+(?:self|cls)\s*\.\s*(\w+)", re.M)
-# An editor re-lints a file on every save and most units are unchanged between saves: what a unit
-# references and binds depends only on its text (and the spellings), so it is kept per text, bounded
+# what a unit references and binds depends only on its text (and the spellings): kept per text
 MAX_CACHED_CHARS = 1_000_000
-_PER_TEXT: dict[tuple[str, frozenset[str] | None], set[str]] = {}
-_cached_chars = 0
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORT = (ast.Import, ast.ImportFrom)
 _BLANK, _STUB, _FULL, _STORES = 0, 1, 2, 3
@@ -74,239 +75,288 @@ class _Unit:
         self.stores: list[tuple[int, int]] = []  # _STORES: the lines of its `self.x = ...` statements
 
 
+class TextMemo:
+    """What a unit references and binds, by its text (and the spellings asked for), bounded by the
+    total length of those texts. An editor re-lints a file on every save and most units are
+    unchanged between saves; its owner decides how long the memo lives (``cg_lint.engine.Caches``)."""
+
+    def __init__(self, limit: int = MAX_CACHED_CHARS) -> None:
+        self.limit = limit
+        self.chars = 0
+        self._items: dict[tuple[str, frozenset[str] | None], set[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: tuple[str, frozenset[str] | None], compute: Callable[[], set[str]]) -> set[str]:
+        """The kept answer for ``key``, or ``compute()``'s, kept; the caller must not change the set."""
+        found = self._items.get(key)
+        if found is None:
+            if self.chars > self.limit:
+                self._items.clear()
+                self.chars = 0
+            found = self._items[key] = compute()
+            self.chars += len(key[0])
+        return found
+
+
 def reduce(text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], occ: list[int],
-           spellings: set[str]) -> tuple[str, int, list[int]] | None:
+           spellings: set[str], memo: TextMemo | None = None) -> tuple[str, int, list[int]] | None:
     """The reduced text, its top-level statements kept (count) and their first lines; None when
     everything is kept. ``occ``: lines holding a marker or alias; ``spellings``: those words."""
-    body_groups, spans = groups(body)
-    top = [_Unit(g, a, b, lines) for g, (a, b) in zip(body_groups, spans)]
-    leaves: list[_Unit] = []  # units a line can belong to, in line order (class headers excluded)
-    for unit in top:
-        cls = unit.stmts[0]
-        if unit.name is not None and not unit.is_def and unit.body_line:
-            for g, (a, b) in zip(*groups(cls.body)):
-                unit.members.append(_Unit(g, a, b, lines, unit))
-            leaves.extend(unit.members)
-        else:
-            leaves.append(unit)
-    leaf_starts = [u.first for u in leaves]
-    top_starts = [u.first for u in top]
+    reduction = _Reduction(text, lines, offsets, body, memo if memo is not None else TextMemo())
+    roots = reduction.keep_roots(occ)
+    reduction.keep_called(roots, spellings, occ)
+    reduction.keep_class_members()
+    reduction.keep_bindings()
+    if reduction.keeps_everything():
+        return None
+    return reduction.render()
 
-    def unit_at(line: int) -> _Unit | None:
-        i = bisect.bisect_right(leaf_starts, line) - 1
-        if i >= 0 and leaves[i].first <= line <= leaves[i].last:
-            return leaves[i]
-        j = bisect.bisect_right(top_starts, line) - 1  # a class header line
+
+class _Reduction:
+    """The units of one file and what is kept of each, decided in the steps ``reduce`` runs."""
+
+    def __init__(self, text: str, lines: list[str], offsets: Lines, body: list[ast.stmt], memo: TextMemo) -> None:
+        self.text, self.lines, self.offsets, self.memo = text, lines, offsets, memo
+        body_groups, spans = groups(body)
+        self.top = [_Unit(g, a, b, lines) for g, (a, b) in zip(body_groups, spans)]
+        # units a line can belong to, in line order (class headers excluded)
+        self.leaves: list[_Unit] = []
+        for unit in self.top:
+            if unit.name is not None and not unit.is_def and unit.body_line:
+                for g, (a, b) in zip(*groups(unit.stmts[0].body)):
+                    unit.members.append(_Unit(g, a, b, lines, unit))
+                self.leaves.extend(unit.members)
+            else:
+                self.leaves.append(unit)
+        self.leaf_starts = [u.first for u in self.leaves]
+        self.top_starts = [u.first for u in self.top]
+        self.full: list[_Unit] = []  # units made full, in that order
+        self.skeletons: list[_Unit] = []
+        self._words: dict[int, set[str]] = {}
+        self._stored: dict[int, set[str]] = {}
+        self.binders: dict[str, list[_Unit]] = {}
+
+    # -- what a unit says ------------------------------------------------------------------------
+    def unit_at(self, line: int) -> _Unit | None:
+        i = bisect.bisect_right(self.leaf_starts, line) - 1
+        if i >= 0 and self.leaves[i].first <= line <= self.leaves[i].last:
+            return self.leaves[i]
+        j = bisect.bisect_right(self.top_starts, line) - 1  # a class header line
+        top = self.top
         return top[j] if j >= 0 and top[j].first <= line <= top[j].last else None
 
-    def words(first: int, last: int) -> set[str]:
-        return set(_WORD.findall(text, offsets.starts[first - 1], offsets.starts[min(last, len(lines))]))
+    def words(self, first: int, last: int) -> set[str]:
+        starts = self.offsets.starts
+        return set(_WORD.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))]))
 
-    cache: dict[int, set[str]] = {}
-
-    def unit_words(unit: _Unit) -> set[str]:
+    def unit_words(self, unit: _Unit) -> set[str]:
         """Every word of a unit (of a class's header only, for a class split into members)."""
-        found = cache.get(id(unit))
+        found = self._words.get(id(unit))
         if found is None:
-            found = cache[id(unit)] = header_words(unit) if unit.members else words(unit.first, unit.last)
+            found = self._words[id(unit)] = self.header_words(unit) if unit.members else self.words(unit.first, unit.last)
         return found
 
-    def header_words(unit: _Unit) -> set[str]:
-        return words(unit.first, (unit.body_line or unit.last + 1) - 1)
+    def header_words(self, unit: _Unit) -> set[str]:
+        return self.words(unit.first, (unit.body_line or unit.last + 1) - 1)
 
-    full: list[_Unit] = []
+    def stored(self, unit: _Unit) -> set[str]:
+        found = self._stored.get(id(unit))
+        if found is None:
+            found = self._stored[id(unit)] = _stores(self.text, self.offsets, unit)
+        return found
 
-    def make_full(unit: _Unit) -> None:
+    def per_text(self, unit: _Unit, spellings: frozenset[str] | None, compute: Callable[[_Unit], set[str]]) -> set[str]:
+        """``compute(unit)``, kept per unit text and ``spellings`` in the memo."""
+        starts = self.offsets.starts
+        key = (self.text[starts[unit.first - 1]:starts[unit.last]], spellings)
+        return self.memo.get(key, lambda: compute(unit))
+
+    def make_full(self, unit: _Unit) -> None:
         if unit.state != _FULL:
             unit.state = _FULL
-            full.append(unit)
+            self.full.append(unit)
             if unit.cls is not None and unit.cls.state != _FULL:
                 unit.cls.state = _FULL
-                full.append(unit.cls)
+                self.full.append(unit.cls)
 
-    roots: list[_Unit] = []
-    for line in occ:
-        unit = unit_at(line)
-        if unit is None:
-            continue
-        if unit.members and line < unit.body_line:  # in a class header: keep the class whole
+    # -- the steps -------------------------------------------------------------------------------
+    def keep_roots(self, occ: list[int]) -> list[_Unit]:
+        """Units holding a marker or alias, in full (a class header's: the whole class), and the
+        imports that change how the rest parses or resolves."""
+        roots: list[_Unit] = []
+        for line in occ:
+            unit = self.unit_at(line)
+            if unit is None:
+                continue
+            if unit.members and line < unit.body_line:  # in a class header: keep the class whole
+                for m in unit.members:
+                    self.make_full(m)
+                unit.members = []
+            self.make_full(unit)
+            roots.append(unit)
+        for unit in self.top:  # `from __future__` and star imports; the eager-execution switch
+            if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
+                   for s in unit.stmts) or self.mentions(unit, _EAGER_SWITCH):
+                self.make_full(unit)
+        return roots
+
+    def mentions(self, unit: _Unit, pattern: re.Pattern[str]) -> bool:
+        starts = self.offsets.starts
+        return pattern.search(self.text, starts[unit.first - 1], starts[min(unit.last, len(self.lines))]) is not None
+
+    def keep_called(self, roots: list[_Unit], spellings: set[str], occ: list[int]) -> None:
+        """The defs the roots return or pass to a marker call (grads, call-form targets) and what
+        those return; then every unit that names a function the roots define (call sites)."""
+        text, offsets, frozen = self.text, self.offsets, frozenset(spellings)
+
+        def referenced(unit: _Unit) -> set[str]:
+            return _referenced(unit, spellings, text, offsets, occ)
+
+        defs: dict[str, list[_Unit]] = {}
+        for unit in self.leaves:
+            if unit.is_def:
+                defs.setdefault(unit.name, []).append(unit)
+        callees: dict[_Unit | None, set[str]] = {}  # where calls can reach them: module (None) or a class
+        level = roots
+        for depth in range(2):
+            nxt = []
+            for unit in level:
+                for name in self.per_text(unit, frozen, referenced) & defs.keys():
+                    for d in defs[name]:
+                        if d.cls is not None and d.cls is not unit.cls and d.cls is not unit:
+                            continue  # the model resolves a name to its scope's defs or its own class's methods
+                        if depth == 0:
+                            callees.setdefault(d.cls, set()).add(name)
+                        if d.state != _FULL:
+                            self.make_full(d)
+                            nxt.append(d)
+            level = nxt
+        for unit in roots:
+            if unit.cls is not None:
+                if unit.is_def:  # a method: called as self.name() inside its class only
+                    callees.setdefault(unit.cls, set()).add(unit.name)
+            elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
+                callees.setdefault(None, set()).update(self.per_text(unit, None, _unit_binds))
+        headers = [u for u in self.top if u.members]
+        for scope, names in callees.items():
+            for unit in (self.leaves + headers) if scope is None else [scope, *scope.members]:
+                if unit.state != _FULL and not names.isdisjoint(self.unit_words(unit)):
+                    self.make_full(unit)
+
+    def keep_class_members(self) -> None:
+        """Inside kept classes: members that are not defs, in full; methods that define (or are
+        named like) a ``self.x`` a full member reads, as skeletons where that is safe."""
+        for unit in self.top:
+            for name in self.per_text(unit, None, _unit_binds):
+                self.binders.setdefault(name, []).append(unit)
+        text, starts = self.text, self.offsets.starts
+        for unit in self.top:
+            if unit.state != _FULL or not unit.members:
+                continue
             for m in unit.members:
-                make_full(m)
-            unit.members = []
-        make_full(unit)
-        roots.append(unit)
-    for unit in top:  # `from __future__` and star imports change how the rest parses or resolves
-        if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
-               for s in unit.stmts):
-            make_full(unit)
-        elif _EAGER_SWITCH.search(text, offsets.starts[unit.first - 1], offsets.starts[min(unit.last, len(lines))]):
-            make_full(unit)  # `tf.config.run_functions_eagerly(True)`: the model reads it (cg_lint.analyses.contexts)
+                if not m.is_def:
+                    self.make_full(m)
+            reads: set[str] = set()
+            done: set[int] = set()
+            changed = True
+            while changed:
+                changed = False
+                for m in unit.members:
+                    if m.state == _FULL and id(m) not in done:
+                        done.add(id(m))
+                        reads |= set(_SELF_ATTR.findall(text, starts[m.first - 1], starts[m.last]))
+                for m in unit.members:
+                    if m.state == _BLANK and (m.name in reads or not self.unit_words(m).isdisjoint(reads)
+                                              and not self.stored(m).isdisjoint(reads)):
+                        # the model reads a method kept for its name or its stores only for the
+                        # `self.x = ...` assignments (class facts): keep those, unless that is unsafe
+                        stores = _store_lines(m, self.lines, self.binders.keys()) if m.is_def and m.body_line else None
+                        if stores is None:
+                            self.make_full(m)
+                            changed = True
+                        else:
+                            m.state, m.stores = _STORES, stores
+                            self.skeletons.append(m)
 
-    frozen = frozenset(spellings)
-
-    def referenced(unit: _Unit) -> set[str]:
-        return _referenced(unit, spellings, text, offsets, occ)
-
-    defs: dict[str, list[_Unit]] = {}
-    for unit in leaves:
-        if unit.is_def:
-            defs.setdefault(unit.name, []).append(unit)
-    # defs the roots return or pass to a marker call (grads, call-form targets), and what those return
-    callees: dict[_Unit | None, set[str]] = {}  # where calls can reach them: module (None) or a class
-    level = roots
-    for depth in range(2):
-        nxt = []
-        for unit in level:
-            for name in _per_text(unit, text, offsets, frozen, referenced) & defs.keys():
-                for d in defs[name]:
-                    if d.cls is not None and d.cls is not unit.cls and d.cls is not unit:
-                        continue  # the model resolves a name to its scope's defs or its own class's methods
-                    if depth == 0:
-                        callees.setdefault(d.cls, set()).add(name)
-                    if d.state != _FULL:
-                        make_full(d)
-                        nxt.append(d)
-        level = nxt
-    for unit in roots:
-        if unit.cls is not None:
-            if unit.is_def:  # a method: called as self.name() inside its class only
-                callees.setdefault(unit.cls, set()).add(unit.name)
-        elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
-            callees.setdefault(None, set()).update(_per_text(unit, text, offsets, None, _unit_binds))
-    headers = [u for u in top if u.members]
-    for scope, names in callees.items():
-        for unit in (leaves + headers) if scope is None else [scope, *scope.members]:
-            if unit.state != _FULL and not names.isdisjoint(unit_words(unit)):
-                make_full(unit)
-
-    binders: dict[str, list[_Unit]] = {}
-    for unit in top:
-        for name in _per_text(unit, text, offsets, None, _unit_binds):
-            binders.setdefault(name, []).append(unit)
-
-    # inside kept classes: members that are not defs, or define/are what kept ones read
-    skeletons: list[_Unit] = []
-    stores_of: dict[int, set[str]] = {}
-
-    def stored(unit: _Unit) -> set[str]:
-        found = stores_of.get(id(unit))
-        if found is None:
-            found = stores_of[id(unit)] = _stores(text, offsets, unit)
-        return found
-
-    for unit in top:
-        if unit.state != _FULL or not unit.members:
-            continue
-        for m in unit.members:
-            if not m.is_def:
-                make_full(m)
-        reads: set[str] = set()
-        done: set[int] = set()
-        changed = True
-        while changed:
-            changed = False
-            for m in unit.members:
-                if m.state == _FULL and id(m) not in done:
-                    done.add(id(m))
-                    reads |= set(_SELF_ATTR.findall(text, offsets.starts[m.first - 1], offsets.starts[m.last]))
-            for m in unit.members:
-                if m.state == _BLANK and (m.name in reads or not unit_words(m).isdisjoint(reads)
-                                          and not stored(m).isdisjoint(reads)):
-                    # the model reads a method kept for its name or its stores only for the
-                    # `self.x = ...` assignments (class facts): keep those, unless that is unsafe
-                    stores = _store_lines(m, lines, binders.keys()) if m.is_def and m.body_line else None
-                    if stores is None:
-                        make_full(m)
-                        changed = True
+    def keep_bindings(self) -> None:
+        """Name resolution: the bindings of every name a kept statement mentions, to a fixpoint;
+        defs and classes kept only for that become stubs, except the helpers what is kept so far
+        names (the tensor analysis reads their returns, one call deep) and classes that may give
+        module-level objects their variables: those are kept whole."""
+        helper_words = set().union(*(self.unit_words(u) for u in self.full),
+                                   *(self.words(m.first, m.last) for m in self.skeletons))
+        seen: set[str] = set()
+        work: list[_Unit] = [*self.full, *self.skeletons]
+        while work:
+            unit = work.pop()
+            if unit.state == _FULL:
+                mentioned = self.unit_words(unit)
+            elif unit.state == _STORES:
+                mentioned = self.header_words(unit).union(*(self.words(a, b) for a, b in unit.stores))
+            else:
+                mentioned = self.header_words(unit)
+            for name in mentioned - seen:
+                seen.add(name)
+                for other in self.binders.get(name, ()):
+                    if other.state != _BLANK:
+                        continue
+                    if (other.is_def and name in helper_words
+                            or other.name is not None and not other.is_def and self.mentions(other, _VARIABLE_WORDS)):
+                        other.state = _FULL
+                        self.full.append(other)
+                        for m in other.members:
+                            if m.state == _BLANK:
+                                m.state = _FULL
+                                work.append(m)
+                    elif other.name is not None and other.body_line:
+                        other.state = _STUB  # only its binding matters: header and `...`
                     else:
-                        m.state, m.stores = _STORES, stores
-                        skeletons.append(m)
+                        other.state = _FULL
+                        self.full.append(other)
+                    work.append(other)
 
-    # name resolution: bindings of every name a kept statement mentions, to a fixpoint. The
-    # analyses read the bodies of helpers that what is kept so far calls (one call deep), and the
-    # classes of module-level objects that hold variables: those are kept whole, not as stubs
-    helper_words = set().union(*(unit_words(u) for u in full), *(words(m.first, m.last) for m in skeletons))
-    seen: set[str] = set()
-    work: list[_Unit] = [*full, *skeletons]
-    while work:
-        unit = work.pop()
-        if unit.state == _FULL:
-            mentioned = unit_words(unit)
-        elif unit.state == _STORES:
-            mentioned = header_words(unit).union(*(words(a, b) for a, b in unit.stores))
-        else:
-            mentioned = header_words(unit)
-        for name in mentioned - seen:
-            seen.add(name)
-            for other in binders.get(name, ()):
-                if other.state != _BLANK:
-                    continue
-                if other.is_def and name in helper_words or other.name is not None and not other.is_def \
-                        and _VARIABLE_WORDS.search(text, offsets.starts[other.first - 1],
-                                                   offsets.starts[min(other.last, len(lines))]):
-                    other.state = _FULL
-                    full.append(other)
-                    for m in other.members:
-                        if m.state == _BLANK:
-                            m.state = _FULL
-                            work.append(m)
-                elif other.name is not None and other.body_line:
-                    other.state = _STUB  # only its binding matters: header and `...`
-                else:
-                    other.state = _FULL
-                    full.append(other)
-                work.append(other)
-    if all(u.state == _FULL and all(m.state == _FULL for m in u.members) for u in top):
-        return None
+    def keeps_everything(self) -> bool:
+        return all(u.state == _FULL and all(m.state == _FULL for m in u.members) for u in self.top)
 
-    out = list(lines)
+    def render(self) -> tuple[str, int, list[int]]:
+        """Blank what is not kept, line for line; stubs and skeletons keep their lines too."""
+        lines = self.lines
+        out = list(lines)
 
-    def blank(first: int, last: int) -> None:
-        for i in range(first - 1, min(last, len(out))):
-            out[i] = out[i][len(out[i].rstrip("\r\n")):]
+        def blank(first: int, last: int) -> None:
+            for i in range(first - 1, min(last, len(out))):
+                out[i] = out[i][len(out[i].rstrip("\r\n")):]
 
-    def stub_at(line: int) -> None:  # `...` at the original line's indentation
-        original = lines[line - 1]
-        content = original.rstrip("\r\n")
-        out[line - 1] = content[:len(content) - len(content.lstrip())] + "..." + original[len(content):]
+        def stub_at(line: int) -> None:  # `...` at the original line's indentation
+            original = lines[line - 1]
+            content = original.rstrip("\r\n")
+            out[line - 1] = content[:len(content) - len(content.lstrip())] + "..." + original[len(content):]
 
-    for unit in top:
-        if unit.state == _BLANK:
-            blank(unit.first, unit.last)
-        elif unit.state == _STUB:
-            blank(unit.body_line, unit.last)
-            stub_at(unit.body_line)
-        elif unit.members:
-            dropped = [m for m in unit.members if m.state == _BLANK]
-            for m in dropped:
-                blank(m.first, m.last)
-            if len(dropped) == len(unit.members):
+        for unit in self.top:
+            if unit.state == _BLANK:
+                blank(unit.first, unit.last)
+            elif unit.state == _STUB:
+                blank(unit.body_line, unit.last)
                 stub_at(unit.body_line)
-            for m in unit.members:
-                if m.state == _STORES:
-                    blank(m.body_line, m.last)
-                    indent = _indent(lines[m.body_line - 1])
-                    for a, b in m.stores:  # each at the body's indentation, on its own lines
-                        out[a - 1] = indent + lines[a - 1].lstrip(" \t\f")
-                        out[a:b] = lines[a:b]
-                    if not m.stores:
-                        stub_at(m.body_line)
-    kept = [u for u in top if u.state != _BLANK]
-    return "".join(out), sum(len(u.stmts) for u in kept), [u.first for u in kept]
-
-
-def _per_text(unit: _Unit, text: str, offsets: Lines, spellings: frozenset[str] | None, compute) -> set[str]:
-    """``compute(unit)``, kept per unit text and ``spellings``; the caller must not change the set."""
-    global _cached_chars
-    key = (text[offsets.starts[unit.first - 1]:offsets.starts[unit.last]], spellings)
-    found = _PER_TEXT.get(key)
-    if found is None:
-        if _cached_chars > MAX_CACHED_CHARS:
-            _PER_TEXT.clear()
-            _cached_chars = 0
-        found = _PER_TEXT[key] = compute(unit)
-        _cached_chars += len(key[0])
-    return found
+            elif unit.members:
+                dropped = [m for m in unit.members if m.state == _BLANK]
+                for m in dropped:
+                    blank(m.first, m.last)
+                if len(dropped) == len(unit.members):
+                    stub_at(unit.body_line)
+                for m in unit.members:
+                    if m.state == _STORES:
+                        blank(m.body_line, m.last)
+                        indent = _indent(lines[m.body_line - 1])
+                        for a, b in m.stores:  # each at the body's indentation, on its own lines
+                            out[a - 1] = indent + lines[a - 1].lstrip(" \t\f")
+                            out[a:b] = lines[a:b]
+                        if not m.stores:
+                            stub_at(m.body_line)
+        kept = [u for u in self.top if u.state != _BLANK]
+        return "".join(out), sum(len(u.stmts) for u in kept), [u.first for u in kept]
 
 
 def _unit_binds(unit: _Unit) -> set[str]:

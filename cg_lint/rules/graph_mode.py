@@ -1047,7 +1047,7 @@ class _RankEvidence:
         if type(call) is not cst.Call or type(call.func) is not cst.Name:
             return None
         helper = self.tensors._helper(call.func)
-        returns = return_values(helper) if helper is not None else []
+        returns = return_values(self.ctx.index, helper) if helper is not None else []
         if helper is None or not returns or any(a.star for a in call.args) \
                 or id(self.ctx.index.env_for(helper)) in self._arguments:  # recursion: no fact
             return None

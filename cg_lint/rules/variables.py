@@ -21,7 +21,6 @@ from cg_lint.model.records import CustomGradient, GradFn, VariableRead
 from cg_lint.rules.base import LintContext, Rule, describe, plural
 from cg_lint.rules.edits import insert_after, replace_node
 from cg_lint.syntax.environments import literal_binding
-from cg_lint.syntax.walk import function_nodes
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
           "layer": "Keras layer with weights"}
@@ -56,7 +55,7 @@ def _mutated(ctx: LintContext, name: cst.Name) -> bool:
     owner = ctx.index.enclosing(name, (cst.FunctionDef, cst.Lambda))
     if owner is None:
         return True
-    for node in function_nodes(owner):
+    for node in ctx.index.walk.function_nodes(owner):
         kind = type(node)
         if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == name.value:
             return True

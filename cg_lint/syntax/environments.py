@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from cg_lint.syntax.walk import own_nodes
+from cg_lint.syntax.walk import NodeMemo
 
 
 class Unknown:
@@ -76,12 +76,13 @@ def _bind_target(env: Env, target: cst.BaseExpression, value) -> None:
         _bind_target(env, target.value, UNPACKED)
 
 
-def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str], parent: Env | None) -> Env:
+def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str], parent: Env | None,
+              memo: NodeMemo) -> Env:
     env = Env(params=set(params), parent=parent)
     if type(func) is cst.Lambda:
         return env
     binders = _BINDERS
-    for node in own_nodes(func if type(func) is cst.Module else func.body):
+    for node in memo.own_nodes(func if type(func) is cst.Module else func.body):
         if type(node) not in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
             continue
         if type(node) is cst.Assign:

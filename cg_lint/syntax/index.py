@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from cg_lint.prefilter.lines import Layout
+from cg_lint.prefilter.prepared import Prepared
 from cg_lint.syntax.environments import IMPORTED, Env, build_env
 from cg_lint.syntax.names import absolute_name, is_custom_gradient_name, module_name_for
 from cg_lint.syntax.positions import LazyRanges
-from cg_lint.syntax.walk import children, clear_caches, subtree
+from cg_lint.syntax.walk import NodeMemo
 
 
 class FileIndex:
@@ -23,24 +23,29 @@ class FileIndex:
     Positions are computed on first use, so a file with nothing to report never pays for them.
     """
 
-    def __init__(self, module: cst.Module, path: str | None = None, decorators: frozenset[str] = frozenset(),
-                 layout: Layout | None = None) -> None:
+    def __init__(self, prepared: Prepared, path: str | None = None, decorators: frozenset[str] = frozenset(),
+                 walk: NodeMemo | None = None) -> None:
         """``path`` names the module (relative imports resolve against it); ``decorators`` are the
-        configured names that stand for ``custom_gradient``. ``layout`` (from the prefilter) says
-        where each top-level statement of the parsed text starts, so positions are computed per
-        statement; without it the first position regenerates the whole module."""
-        clear_caches()  # bounded: node lists of earlier analyses are kept while they fit
+        configured names that stand for ``custom_gradient``; ``walk`` keeps the walks of nodes
+        (a long-lived one reuses those of unchanged statements, see ``cg_lint.engine.Caches``).
+        ``prepared.layout`` says where each top-level statement of the parsed text starts, so
+        positions are computed per statement; without it the first position regenerates the whole
+        module."""
+        module = prepared.module
         self.module = module
+        self.walk = walk if walk is not None else NodeMemo()
         self.module_name = module_name_for(path)
         self.is_package = bool(path) and path.endswith("__init__.py")
         self.extra_names = decorators
         self.parents: dict[int, cst.CSTNode] = {}
         self.nodes: list[cst.CSTNode] = []
+        layout, pieces = prepared.layout, self.walk.pieces
         if layout is None:
-            self._positions = LazyRanges(module, None, None, None)
+            self._positions = LazyRanges(module, None, None, None, pieces)
             self._line_map: list[int] | None = None
         else:
-            self._positions = LazyRanges(module, layout.statement_starts, layout.source_lines, layout.member_starts)
+            self._positions = LazyRanges(module, layout.statement_starts, layout.source_lines, layout.member_starts,
+                                         pieces)
             self._line_map = layout.line_map  # parsed line -> the file's line (empty lines were not parsed)
         self._spellings: set[str] | None = None
         self._importable_names: set[str] | None = None
@@ -49,7 +54,7 @@ class FileIndex:
         self._qualnames: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
         self._owners: dict[int, tuple[cst.CSTNode, cst.CSTNode | None]] = {}
         self._index()
-        self.module_env = build_env(module, set(), None)
+        self.module_env = build_env(module, set(), None, self.walk)
         self.envs: dict[int, Env] = {}
         # function id -> {name: qualified name} for imports inside that function (module: 0)
         self.imports: dict[int, dict[str, str]] = {}
@@ -62,9 +67,9 @@ class FileIndex:
         """Every syntax node in source order, and each one's parent."""
         module = self.module
         self.nodes.append(module)
-        for stmt in children(module):  # the body: header and footer are whitespace
+        for stmt in self.walk.children(module):  # the body: header and footer are whitespace
             self.parents[id(stmt)] = module
-            nodes, parents = subtree(stmt)
+            nodes, parents = self.walk.subtree(stmt)
             self.nodes.extend(nodes)
             self.parents.update(parents)
 
@@ -184,7 +189,7 @@ class FileIndex:
         if env is None:
             outer = self.enclosing(func, (cst.FunctionDef, cst.Lambda))
             params = {p.name.value for p in _all_params(func)}
-            env = build_env(func, params, self.env_for(outer))
+            env = build_env(func, params, self.env_for(outer), self.walk)
             self.envs[id(func)] = env
         return env
 

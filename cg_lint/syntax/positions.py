@@ -84,16 +84,16 @@ def compute_ranges(module: cst.Module) -> dict[int, Range]:
 
 # A piece's code and ranges (lines counted from the piece's first line) depend only on the piece and
 # the indentation and newline it is rendered with. Editors re-lint mostly unchanged statements, and
-# the parse cache (cg_lint.parse_cache) returns the same node objects for them, so pieces are kept,
-# with their nodes (ids stay unique), up to a bound.
-_PIECES: dict[tuple[int, str, str, str | None], tuple[cst.CSTNode, str, dict[int, Range]]] = {}
-_PIECES_BOUND = 2_000
+# the parse cache returns the same node objects for them, so pieces are kept, with their nodes (ids
+# stay unique), in the owner's NodeMemo (cg_lint.syntax.walk), up to its bound.
+Pieces = dict[tuple[int, str, str, "str | None"], tuple[cst.CSTNode, str, dict[int, Range]]]
 
 
-def _piece(node: cst.CSTNode, module: cst.Module, indent: str | None) -> tuple[str, dict[int, Range]]:
+def _piece(node: cst.CSTNode, module: cst.Module, indent: str | None, kept: Pieces
+           ) -> tuple[str, dict[int, Range]]:
     """The code of a top-level statement (``indent`` None) or of a class member, and its ranges."""
     key = (id(node), module.default_indent, module.default_newline, indent)
-    hit = _PIECES.get(key)
+    hit = kept.get(key)
     if hit is not None and hit[0] is node:
         return hit[1], hit[2]
     state = _PositionState(module)
@@ -104,10 +104,8 @@ def _piece(node: cst.CSTNode, module: cst.Module, indent: str | None) -> tuple[s
     else:
         state.increase_indent(indent)
         node._codegen(state)
-    if len(_PIECES) >= _PIECES_BOUND:
-        _PIECES.clear()
     code = "".join(state.tokens)
-    _PIECES[key] = (node, code, state.ranges)
+    kept[key] = (node, code, state.ranges)
     return code, state.ranges
 
 
@@ -123,8 +121,9 @@ class LazyRanges:
     """
 
     def __init__(self, module: cst.Module, starts: list[int] | None, source_lines: list[str] | None,
-                 members: dict[int, list[int]] | None = None) -> None:
+                 members: dict[int, list[int]] | None = None, pieces: Pieces | None = None) -> None:
         self.module = module
+        self.pieces: Pieces = {} if pieces is None else pieces
         self.usable = starts is not None and source_lines is not None and len(starts) == len(module.body)
         self.starts = starts or []
         self.lines = source_lines or []
@@ -147,7 +146,7 @@ class LazyRanges:
 
     def _statement(self, i: int) -> bool:
         stmt = self.module.body[i]
-        code, ranges = _piece(stmt, self.module, None)
+        code, ranges = _piece(stmt, self.module, None, self.pieces)
         if not self._place(code, ranges, self.starts[i] - 1 - len(stmt.leading_lines)):
             return False
         self.done.add(i)
@@ -166,7 +165,7 @@ class LazyRanges:
         if j is None:
             return False
         indent = self.module.default_indent if block.indent is None else block.indent
-        code, ranges = _piece(member, self.module, indent)
+        code, ranges = _piece(member, self.module, indent, self.pieces)
         if not self._place(code, ranges, lines[j] - 1 - len(getattr(member, "leading_lines", ()))):
             return False
         self.done.add(id(member))

@@ -1,6 +1,6 @@
 """Tree walks shared by every analysis: a node's syntax children, a body's own nodes, a statement's
-subtree with parents. Kept per node object (bounded), so walks of unchanged statements are not
-repeated (see ``clear_caches``).
+subtree with parents. A ``NodeMemo`` keeps them per node object (bounded), so walks of unchanged
+statements are not repeated.
 """
 
 from __future__ import annotations
@@ -17,15 +17,13 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Syntax children in field order, skipping whitespace and token nodes.
+    """Syntax children in field order, skipping whitespace and token nodes (``NodeMemo.children``
+    keeps them per node).
 
     libcst's ``.children`` runs its visitor machinery for every node; reading the dataclass fields is
     several times faster and the analysis never needs whitespace. libcst nodes are ABCs, so
-    ``isinstance(x, CSTNode)`` is slow: whether a type is a node is cached per type.
+    ``isinstance(x, CSTNode)`` is slow: whether a type is a node is kept per type.
     """
-    hit = _KIDS.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
     names = _FIELDS.get(type(node))
     if names is None:
         names = tuple(f.name for f in dataclasses.fields(node) if not _SKIP_FIELD.match(f.name))
@@ -59,81 +57,105 @@ def _remember(kind: type) -> bool:
     return flag
 
 
-def own_nodes(body: cst.CSTNode) -> list[cst.CSTNode]:
-    """Every node of a function body, not descending into nested defs, lambdas or classes.
-
-    Several analyses walk the same bodies (environments, returns, variable reads), so the list is
-    kept per body, within the bound ``clear_caches`` keeps. The entry holds the body itself, so its
-    id cannot be reused while cached.
-    """
-    hit = _OWN.get(id(body))
-    if hit is not None and hit[0] is body:
-        return hit[1]
-    out: list[cst.CSTNode] = []
-    stack = list(reversed(children(body)))
-    scopes = SCOPES
-    while stack:
-        node = stack.pop()
-        out.append(node)
-        if type(node) in scopes:
-            continue
-        stack.extend(reversed(children(node)))
-    _OWN[id(body)] = (body, out)
-    return out
-
-
-_OWN: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
-# children of every node of the file being analysed, filled once by its index (FileIndex._index)
-_KIDS: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
-
-
-# per top-level statement: its nodes in source order and each one's parent (FileIndex._index)
-_SUBTREES: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], dict[int, cst.CSTNode]]] = {}
-
-
-def subtree(stmt: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
-    """Every node under ``stmt`` (itself first) in source order, and the parent of each but ``stmt``."""
-    hit = _SUBTREES.get(id(stmt))
-    if hit is not None and hit[0] is stmt:
-        return hit[1], hit[2]
-    nodes: list[cst.CSTNode] = []
-    parents: dict[int, cst.CSTNode] = {}
-    kids_of = _KIDS
-    stack = [stmt]
-    while stack:
-        node = stack.pop()
-        nodes.append(node)
-        kids = children(node)
-        kids_of[id(node)] = (node, kids)
-        for child in kids:
-            parents[id(child)] = node
-        stack.extend(reversed(kids))
-    _SUBTREES[id(stmt)] = (stmt, nodes, parents)
-    return nodes, parents
-
-
-# Entries hold their nodes, so ids stay unique while cached; the bound keeps memory small (~100k
-# nodes is about ten 2,000-line files). Editors re-lint mostly unchanged statements, and a parse
-# cache (cg_lint.parse_cache) hands back the same node objects for them, so entries are kept across
-# files until the bound is reached.
+# Entries hold their nodes, so ids stay unique while kept; the bound keeps memory small (~100k
+# nodes is about ten 2,000-line files). Editors re-lint mostly unchanged statements, and the parse
+# cache (cg_lint.prefilter.parse_cache) hands back the same node objects for them, so a memo that
+# lives as long as the editor's process keeps its entries across files until the bound is reached.
 CACHE_BOUND = 100_000
+PIECES_BOUND = 2_000
 
 
-def clear_caches() -> None:
-    """Forget the cached walks once they exceed the bound (called as each file's analysis starts)."""
-    if len(_KIDS) + len(_OWN) > CACHE_BOUND:
-        _OWN.clear()
-        _KIDS.clear()
-        _SUBTREES.clear()
+class NodeMemo:
+    """What the syntax layer computes per node object: children, a body's own nodes, a statement's
+    subtree with parents, and (``pieces``, for ``cg_lint.syntax.positions``) a statement's
+    generated code and ranges.
 
+    Its owner decides how long it lives: one file's analysis, or a process that re-lints the same
+    statements (``cg_lint.engine.Caches``). ``trim`` keeps it within its bound; call it between files.
+    """
 
-def function_nodes(func: "cst.FunctionDef | cst.Lambda") -> list[cst.CSTNode]:
-    """The nodes of a def's body or a lambda's expression, not entering nested scopes."""
-    if type(func) is cst.Lambda:
-        if type(func.body) in SCOPES:
-            return [func.body]
-        return [func.body, *own_nodes(func.body)]
-    return own_nodes(func.body)
+    def __init__(self, bound: int = CACHE_BOUND, pieces_bound: int = PIECES_BOUND) -> None:
+        self.bound, self.pieces_bound = bound, pieces_bound
+        self.kids: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+        self.own: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+        self.subtrees: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], dict[int, cst.CSTNode]]] = {}
+        self.pieces: dict[tuple[int, str, str, str | None], tuple[cst.CSTNode, str, dict]] = {}
+
+    def trim(self) -> None:
+        """Forget the kept walks once they exceed the bound."""
+        if len(self.kids) + len(self.own) > self.bound:
+            self.own.clear()
+            self.kids.clear()
+            self.subtrees.clear()
+        if len(self.pieces) >= self.pieces_bound:
+            self.pieces.clear()
+
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        hit = self.kids.get(id(node))
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        return children(node)
+
+    def own_nodes(self, body: cst.CSTNode) -> list[cst.CSTNode]:
+        """Every node of a function body, not descending into nested defs, lambdas or classes.
+
+        Several analyses walk the same bodies (environments, returns, variable reads), so the list
+        is kept per body. The entry holds the body itself, so its id cannot be reused while kept.
+        """
+        hit = self.own.get(id(body))
+        if hit is not None and hit[0] is body:
+            return hit[1]
+        out: list[cst.CSTNode] = []
+        kids_of = self.children
+        stack = list(reversed(kids_of(body)))
+        scopes = SCOPES
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            if type(node) in scopes:
+                continue
+            stack.extend(reversed(kids_of(node)))
+        self.own[id(body)] = (body, out)
+        return out
+
+    def subtree(self, stmt: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
+        """Every node under ``stmt`` (itself first) in source order, and the parent of each but
+        ``stmt``; the children of each are kept on the way."""
+        hit = self.subtrees.get(id(stmt))
+        if hit is not None and hit[0] is stmt:
+            return hit[1], hit[2]
+        nodes: list[cst.CSTNode] = []
+        parents: dict[int, cst.CSTNode] = {}
+        kids_of = self.kids
+        stack = [stmt]
+        while stack:
+            node = stack.pop()
+            nodes.append(node)
+            kids = children(node)
+            kids_of[id(node)] = (node, kids)
+            for child in kids:
+                parents[id(child)] = node
+            stack.extend(reversed(kids))
+        self.subtrees[id(stmt)] = (stmt, nodes, parents)
+        return nodes, parents
+
+    def function_nodes(self, func: cst.FunctionDef | cst.Lambda) -> list[cst.CSTNode]:
+        """The nodes of a def's body or a lambda's expression, not entering nested scopes."""
+        if type(func) is cst.Lambda:
+            if type(func.body) in SCOPES:
+                return [func.body]
+            return [func.body, *self.own_nodes(func.body)]
+        return self.own_nodes(func.body)
+
+    def walk(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """``node`` and everything under it, in source order (nested scopes included)."""
+        out: list[cst.CSTNode] = []
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            out.append(current)
+            stack.extend(reversed(self.children(current)))
+        return out
 
 
 # parsed trees hold exactly these classes (libcst does not subclass them), so type() lookups are exact

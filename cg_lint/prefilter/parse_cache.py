@@ -30,7 +30,7 @@ import libcst as cst
 
 from cg_lint.prefilter.lines import split_lines
 
-__all__ = ["CACHE", "MAX_CHARS", "ChunkCache", "parse_by_statement", "parse_with_cache"]
+__all__ = ["MAX_CHARS", "ChunkCache", "parse_by_statement", "parse_with_cache"]
 
 # Measured with tracemalloc (python 3.11, libcst 1.9): the generated 2,000-line custom-gradient file
 # (bench/gen_cg.py, 35,640 characters of dense code) costs 2.1 MB cached, 59 bytes per character;
@@ -77,9 +77,12 @@ class _Chunk:
 
 
 class ChunkCache:
-    """LRU of parsed pieces by (text, ends the file), bounded by the total length of those texts."""
+    """LRU of parsed pieces by (text, ends the file), bounded by the total length of those texts.
 
-    def __init__(self, limit: int) -> None:
+    Its owner decides how long it lives (``cg_lint.engine.Caches``): an editor's process keeps one
+    across saves."""
+
+    def __init__(self, limit: int = MAX_CHARS) -> None:
         self.limit = limit
         self.chars = 0
         self._items: OrderedDict[tuple[str, bool], _Chunk] = OrderedDict()
@@ -111,26 +114,25 @@ class ChunkCache:
             self.chars = 0
 
 
-CACHE = ChunkCache(MAX_CHARS)
 # follows every piece but the last, as the next statement does in the file; a statement of its own
 # unless the piece ends in a backslash continuation, and then the count check falls back
 _SENTINEL = "pass\n"
 
 
-def parse_with_cache(text: str, starts: Sequence[int] | None) -> cst.Module:
+def parse_with_cache(text: str, starts: Sequence[int] | None, cache: ChunkCache) -> cst.Module:
     """``cst.parse_module(text)``, from cached pieces where the text is unchanged.
 
     ``starts``: the 1-based first line of each top-level statement as libcst groups them
     (decorators included, one entry for `a = 1; b = 2`), as ``Plan.starts`` gives them.
     """
-    module = parse_by_statement(text, starts)
+    module = parse_by_statement(text, starts, cache)
     return module if module is not None else cst.parse_module(text)
 
 
-def parse_by_statement(text: str, starts: Sequence[int] | None) -> cst.Module | None:
+def parse_by_statement(text: str, starts: Sequence[int] | None, cache: ChunkCache) -> cst.Module | None:
     """The module assembled from (cached) pieces, or None where only the whole parse is exact."""
     pieces = _cut(text, starts)
-    chunks = _parse_pieces(pieces) if pieces is not None else None
+    chunks = _parse_pieces(pieces, cache) if pieces is not None else None
     return _assemble(chunks, text) if chunks is not None else None
 
 
@@ -145,12 +147,12 @@ def _cut(text: str, starts: Sequence[int] | None) -> list[str] | None:
     return ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
-def _parse_pieces(pieces: list[str]) -> list[_Chunk] | None:
+def _parse_pieces(pieces: list[str], cache: ChunkCache) -> list[_Chunk] | None:
     chunks: list[_Chunk] = []
     used: set[int] = set()
     for i, piece in enumerate(pieces):
         key = (piece, i == len(pieces) - 1)
-        chunk = CACHE.get(key)
+        chunk = cache.get(key)
         if chunk is None or id(chunk) in used:
             # a piece seen twice in one file gets its own nodes: node identity must stay unique
             # within a module (parent maps and positions are keyed by it)
@@ -158,7 +160,7 @@ def _parse_pieces(pieces: list[str]) -> list[_Chunk] | None:
             if fresh is None:
                 return None
             if chunk is None:
-                CACHE.put(key, fresh)
+                cache.put(key, fresh)
             chunk = fresh
         used.add(id(chunk))
         chunks.append(chunk)
