@@ -632,7 +632,7 @@ def thrice(x):
                     if not counts or any(expected.accepts(n) for n in counts):
                         continue
                     got = min(counts)
-                    where = " here, where TF passes no variables" if branch == ABSENT else ""
+                    where = " in its branch for calls without variables (input gradients only)," if branch == ABSENT else ""
                     yield self.finding(
                         ctx, site.line, site.column,
                         f"grad of '{record.name}' returns {plural(got, 'gradient')}{where} but "
