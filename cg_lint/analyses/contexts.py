@@ -18,7 +18,6 @@ the same file (named in the messages), and a call inside ``tf.cond``/``tf.switch
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import libcst as cst
 
 from cg_lint.model.records import CallSite, CustomGradient, FuncNode
@@ -33,41 +32,61 @@ _CONTROL_FLOW = frozenset({"cond", "switch_case", "case", "while_loop"})
 _EAGER_TESTS = frozenset({"executing_eagerly"})
 
 
-@dataclass(frozen=True)
 class Context:
-    """How one custom gradient can run, as far as this file tells."""
+    """How one custom gradient can run, as far as this file tells; each answer is computed when
+    first asked (most records need only ``eager_only``, and only when a rule has something to say)."""
 
-    eager_only: str | None  # why graph mode cannot happen, for docs and tests; None: it can
-    traced_call: CallSite | None  # a call inside a tf.function of this file
-    control_flow_call: CallSite | None  # such a call inside tf.cond/switch_case/while_loop
+    def __init__(self, index: FileIndex, record: CustomGradient) -> None:
+        self._index, self._record = index, record
+        self._eager: tuple[str | None] | None = None
+        self._calls: tuple[CallSite | None, CallSite | None] | None = None
+
+    @property
+    def eager_only(self) -> str | None:
+        """Why graph mode cannot happen (for docs and tests); None: it can."""
+        if self._eager is None:
+            self._eager = (_eager_only(self._index, self._record),)
+        return self._eager[0]
+
+    @property
+    def traced_call(self) -> CallSite | None:
+        """A call inside a tf.function of this file."""
+        return self._traced()[0]
+
+    @property
+    def control_flow_call(self) -> CallSite | None:
+        """Such a call inside tf.cond/tf.switch_case/tf.while_loop."""
+        return self._traced()[1]
+
+    def _traced(self) -> tuple[CallSite | None, CallSite | None]:
+        if self._calls is None:
+            traced = control = None
+            for site in self._record.call_sites:
+                under, in_flow = _call_context(self._index, site.node)
+                if under and traced is None:
+                    traced = site
+                if under and in_flow and control is None:
+                    control = site
+            self._calls = (traced, control)
+        return self._calls
 
     def traced_note(self, at: cst.CSTNode | None = None) -> str:
         """`` (it is called under tf.function at line N)`` when this file shows such a call
         (``at``: the call being reported, when it is one)."""
-        if self.traced_call is None:
+        traced = self.traced_call
+        if traced is None:
             return ""
-        if at is not None and self.traced_call.node is at:
+        if at is not None and traced.node is at:
             return " (this call runs under tf.function)"
-        return f" (it is called under tf.function at line {self.traced_call.line})"
+        return f" (it is called under tf.function at line {traced.line})"
 
 
 def context_of(index: FileIndex, record: CustomGradient) -> Context:
     key = ("context", id(record))
     found = index.memo.get(key)
     if found is None:
-        found = index.memo[key] = _context(index, record)
+        found = index.memo[key] = Context(index, record)
     return found  # type: ignore[return-value]
-
-
-def _context(index: FileIndex, record: CustomGradient) -> Context:
-    traced = control = None
-    for site in record.call_sites:
-        under, in_flow = _call_context(index, site.node)
-        if under and traced is None:
-            traced = site
-        if under and in_flow and control is None:
-            control = site
-    return Context(_eager_only(index, record), traced, control)
 
 
 def _eager_only(index: FileIndex, record: CustomGradient) -> str | None:
@@ -93,7 +112,9 @@ def module_runs_functions_eagerly(index: FileIndex) -> bool:
     if found is None:
         found = False
         for node in index.nodes:
-            if (type(node) is cst.Call and _last(call_name(node, index.qualnames)) in _EAGER_SWITCHES
+            if (type(node) is cst.Call and _last(cst.helpers.get_full_name_for_node(node.func)) in _EAGER_SWITCHES
+                    # the spelling first: resolving names is not cheap
+                    and _last(call_name(node, index.qualnames)) in _EAGER_SWITCHES
                     and node.args and type(node.args[0].value) is cst.Name and node.args[0].value.value == "True"
                     and index.enclosing(node, (cst.FunctionDef, cst.Lambda)) is None):
                 found = True
@@ -138,6 +159,14 @@ def asserts_eager(index: FileIndex, func: FuncNode) -> bool:
     ``assert tf.executing_eagerly()`` or ``if not tf.executing_eagerly(): raise ...``."""
     if type(func) is not cst.FunctionDef or type(func.body) is not cst.IndentedBlock:
         return False
+    key = ("asserts-eager", id(func))
+    found = index.memo.get(key)
+    if found is None:
+        found = index.memo[key] = _asserts_eager(index, func)
+    return bool(found)
+
+
+def _asserts_eager(index: FileIndex, func: cst.FunctionDef) -> bool:
     for stmt in func.body.body:
         if type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
@@ -211,16 +240,29 @@ def _is_control_flow_branch(index: FileIndex, func: FuncNode) -> bool:
         node: cst.CSTNode | None = index.parent(func)
         while type(node) in (cst.Arg, cst.Element, cst.List, cst.Tuple, cst.DictElement, cst.Dict):
             node = index.parent(node)  # branch_fns=[...] or {0: fn, ...}
-        return type(node) is cst.Call and _last(call_name(node, index.qualnames)) in _CONTROL_FLOW \
-            and any(n.startswith(("tensorflow.", "keras.")) for n in index.qualnames(node.func))
+        return type(node) is cst.Call and _is_control_flow_call(index, node)
     owner = index.enclosing(func, (cst.FunctionDef, cst.Lambda))
     scope = owner.body if type(owner) is cst.FunctionDef else index.module
-    for node in index.walk.own_nodes(scope):
-        if (type(node) is cst.Call and _last(call_name(node, index.qualnames)) in _CONTROL_FLOW
-                and any(type(n) is cst.Name and n.value == func.name.value  # type: ignore[union-attr]
-                        for a in node.args for n in _flat(a.value))):
-            return True
-    return False
+    return func.name.value in _branch_names(index, scope)  # type: ignore[union-attr]
+
+
+def _is_control_flow_call(index: FileIndex, call: cst.Call) -> bool:
+    # the spelling first: resolving the callee's name is the expensive part
+    return (_last(cst.helpers.get_full_name_for_node(call.func)) in _CONTROL_FLOW
+            and _last(call_name(call, index.qualnames)) in _CONTROL_FLOW
+            and any(n.startswith(("tensorflow.", "keras.")) for n in index.qualnames(call.func)))
+
+
+def _branch_names(index: FileIndex, scope: cst.CSTNode) -> set[str]:
+    """Names passed to tf.cond / tf.switch_case / tf.while_loop in one scope (memoised per file)."""
+    key = ("branch-names", id(scope))
+    found = index.memo.get(key)
+    if found is None:
+        found = index.memo[key] = {
+            n.value for node in index.walk.own_nodes(scope)
+            if type(node) is cst.Call and _is_control_flow_call(index, node)
+            for a in node.args for n in _flat(a.value) if type(n) is cst.Name}
+    return found  # type: ignore[return-value]
 
 
 def _flat(expr: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -35,6 +35,7 @@ from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touc
 _WORD = re.compile(r"\w+")
 # `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
 _EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
+_CALLED = re.compile(r"\b(\w+)\s*\(")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
@@ -157,6 +158,11 @@ class _Reduction:
         if found is None:
             found = self._words[id(unit)] = self.header_words(unit) if unit.members else self.words(unit.first, unit.last)
         return found
+
+    def called(self, first: int, last: int) -> set[str]:
+        """The names called in these lines (``name(``): the helpers the analyses may follow."""
+        starts = self.offsets.starts
+        return set(_CALLED.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))]))
 
     def header_words(self, unit: _Unit) -> set[str]:
         return self.words(unit.first, (unit.body_line or unit.last + 1) - 1)
@@ -285,8 +291,8 @@ class _Reduction:
         defs and classes kept only for that become stubs, except the helpers what is kept so far
         names (the tensor analysis reads their returns, one call deep) and classes that may give
         module-level objects their variables: those are kept whole."""
-        helper_words = set().union(*(self.unit_words(u) for u in self.full),
-                                   *(self.words(m.first, m.last) for m in self.skeletons))
+        helper_words = set().union(*(self.called(u.first, u.last) for u in self.full if not u.members),
+                                   *(self.called(m.first, m.last) for m in self.skeletons))
         seen: set[str] = set()
         work: list[_Unit] = [*self.full, *self.skeletons]
         while work:

@@ -184,8 +184,7 @@ def apply(x):
         for record in ctx.records:
             sig = record.signature
             takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
-            context = context_of(ctx.index, record)
-            eager_only = context.eager_only
+            context = context_of(ctx.index, record)  # computed only when a call has keywords
             for site in record.call_sites:
                 forwarded = next((a for a in site.node.args if a.star == "**"), None)
                 spread = _mapping_items(ctx, forwarded.value) if forwarded is not None else None
@@ -205,7 +204,7 @@ def apply(x):
                     items += spread
                 if not items:
                     continue
-                if eager_only and all(_python_constant(ctx, value) for _, value in items):
+                if context.eager_only and all(_python_constant(ctx, value) for _, value in items):
                     continue  # eagerly a Python keyword is only configuration: nothing is lost
                 names = ", ".join(f"{k}=" for k, _ in items)
                 if spread and forwarded is not None:
