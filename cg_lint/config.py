@@ -68,6 +68,11 @@ class Settings:
             ignores.extend(self.ignores_for(path))
         return _longest_prefix(code, tuple(ignores)) < selected
 
+    def is_explicit(self, code: str) -> bool:
+        """Selected by its own code or ALL (not by a prefix such as the default CG0): what an
+        opinionated rule needs to report its opinion."""
+        return any(s in (code, "ALL") for s in self.select + self.extend_select)
+
     def ignores_for(self, path: str) -> list[str]:
         rel = _relative(path, self.root)
         out: list[str] = []

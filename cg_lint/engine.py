@@ -110,7 +110,8 @@ def build_context(prepared: Prepared, path: str, settings: Settings, walk: NodeM
 
 
 def _run_rules(prepared: Prepared, path: str, settings: Settings, walk: NodeMemo) -> list[Finding]:
-    rules = [rule() for rule in ALL_RULES if settings.is_enabled(rule.code, path)]
+    rules = [rule(explicit=settings.is_explicit(rule.code)) for rule in ALL_RULES
+             if settings.is_enabled(rule.code, path)]
     if not rules:
         return []
     ctx = build_context(prepared, path, settings, walk)

@@ -27,6 +27,7 @@ class Plugin:
     name = "cg-lint"
     version = __version__
     _decorators: frozenset[str] = frozenset()
+    _explicit: tuple[str, ...] = ()
     _markers: tuple[str, ...] = markers()
     caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
     _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
@@ -59,6 +60,10 @@ class Plugin:
         cls._markers = markers(cls._decorators)
         cls._cache_dir = getattr(options, "cg_cache_dir", None) or None
         cls._use_cache = not getattr(options, "cg_no_cache", False)
+        # codes flake8 selects by their full name (--extend-select CG018): opinionated rules report
+        # their opinions only then, as with cg-lint's own --select
+        chosen = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
+        cls._explicit = tuple(c for c in chosen if isinstance(c, str) and len(c) == 5 and c.startswith("CG"))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:
@@ -76,7 +81,7 @@ class Plugin:
         if self._use_cache:
             from cg_lint.result_cache import ResultCache, default_dir, flake8_key
 
-            cache = ResultCache(self._cache_dir or default_dir(), flake8_key(self._decorators))
+            cache = ResultCache(self._cache_dir or default_dir(), flake8_key(self._decorators, self._explicit))
             key = cache.key(self.filename, source.encode("utf-8", "surrogatepass"))
             entry = cache.get_raw(key)
             if entry is not None:
@@ -87,7 +92,7 @@ class Plugin:
         from cg_lint.config import Settings
         from cg_lint.engine import Caches, lint_source
 
-        settings = Settings(select=("CG",), decorators=self._decorators)
+        settings = Settings(select=("CG",), extend_select=self._explicit, decorators=self._decorators)
         if len(source) > settings.max_file_size:  # characters >= bytes / 4: bounded either way
             size = len(source.encode("utf-8", "surrogatepass"))
             if size > settings.max_file_size:

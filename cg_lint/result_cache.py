@@ -105,10 +105,12 @@ def settings_key(settings: Any, frontend: str, apply_noqa: bool = True) -> str:
     return repr(parts)
 
 
-def flake8_key(decorators: frozenset[str]) -> str:
-    """The flake8 plugin's settings (always ``select = CG``, these decorators, flake8's own
-    ``# noqa``), without importing cg_lint.config on a hit."""
-    return repr([("frontend", "flake8"), ("noqa", False), ("decorators", sorted(decorators))])
+def flake8_key(decorators: frozenset[str], explicit: tuple[str, ...] = ()) -> str:
+    """The flake8 plugin's settings (always ``select = CG``, these decorators, the codes flake8
+    selects by full name, which turn opinionated rules on; flake8's own ``# noqa``), without
+    importing cg_lint.config on a hit."""
+    return repr([("frontend", "flake8"), ("noqa", False), ("decorators", sorted(decorators)),
+                 ("explicit", sorted(explicit))])
 
 
 class ResultCache:

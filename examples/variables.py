@@ -40,6 +40,24 @@ def shifted(x):
     return x + offset, grad
 
 
+@tf.custom_gradient
+def damped(x):
+    """x * gain, with grad reading `gain` again: fine until the call sits inside tf.cond under tf.function."""
+
+    def grad(dy, variables=None):
+        return dy * gain, [tf.reduce_sum(dy * x) for _ in variables]
+
+    return x * gain, grad
+
+
+@tf.function
+def maybe_damped(x, use_gain):
+    return tf.cond(use_gain, lambda: damped(x), lambda: x)
+
+
+# tf: grad(lambda x: maybe_damped(x, tf.constant(True)), [1.0, 2.0]) => both raises Tensor.graph is undefined
+
+
 class Gate(tf.keras.layers.Layer):
     def build(self, input_shape):
         self.w = self.add_weight(shape=(input_shape[-1],), initializer="ones", name="w")

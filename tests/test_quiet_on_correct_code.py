@@ -192,6 +192,83 @@ def apply(x, limit=1.0):
 
 y = apply(tf.constant([1.0]), limit=2.0)  # keywords to a plain wrapper are fine
 """,
+    "nested functions that use static values": """
+import tensorflow as tf
+
+def make(depth, clip=True):
+    @tf.custom_gradient
+    def op(x):
+        def body(i, acc):
+            return i + 1, acc * 2.0 if clip else acc  # `clip` is a closure value
+        def rank_of(t):
+            return len(t.shape)  # a Python int
+        if rank_of(x) > 1 and x.shape[-1] is not None:
+            x = tf.reshape(x, [-1])
+        _, y = tf.while_loop(lambda i, acc: i < depth, body, [0, x])
+        def grad(dy):
+            def scale(g):
+                for _ in range(depth):  # a closure int
+                    g = g * 2.0
+                return g
+            return scale(dy)
+        return y, grad
+    return op
+""",
+    "helpers that return Python values, and builtins over lists of tensors": """
+import tensorflow as tf
+
+def width(t):
+    return t.shape[-1]
+
+@tf.custom_gradient
+def op(x):
+    parts = tf.unstack(x, num=3)
+    total = sum(parts)
+    biggest = max(width(x), 1)
+    if width(x) > 2:
+        total = total / biggest
+    return total, lambda dy: tf.stack([dy, dy, dy]) / biggest
+""",
+    "grad that handles calls with and without variables": """
+import tensorflow as tf
+
+@tf.custom_gradient
+def op(x):
+    def grad(dy, variables=None):
+        if variables is None:
+            return dy
+        return dy, [tf.zeros_like(v) for v in variables]
+    return tf.identity(x), grad
+""",
+    "configuration objects without variables": """
+import dataclasses
+import tensorflow as tf
+
+@dataclasses.dataclass
+class Config:
+    scale: float = 2.0
+    steps: int = 3
+
+CONFIG = Config()
+
+@tf.custom_gradient
+def op(x):
+    return x * CONFIG.scale, lambda dy: dy * CONFIG.scale
+""",
+    "a private custom gradient run only through tf.py_function": """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def _numpy_op(x, k):
+    v = x.numpy()
+    for _ in range(int(k)):
+        v = np.tanh(v)
+    return v, lambda dy: (dy, None)
+
+def op(x, k):
+    return tf.py_function(_numpy_op, [x, k], tf.float32)
+""",
 }
 
 

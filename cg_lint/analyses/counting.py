@@ -20,6 +20,7 @@ class Expected:
     high: int | None  # None: no upper bound (*args or sequence inputs)
     exact: frozenset[int] = frozenset()
     first_call: "CallSite | None" = None  # for messages; its position is computed only when reported
+    calls: tuple[tuple[CallSite, int], ...] = ()  # each counted call and the inputs it passes
 
     @property
     def call_line(self) -> int | None:
@@ -34,8 +35,10 @@ class Expected:
 def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None:
     """The number of flattened positional inputs, or None when it cannot be known."""
     sig = record.signature
+    sizes = record.structured_sizes
     exact: set[int] = set()
     first_call = None
+    calls: list[tuple[CallSite, int]] = []
     for site in record.call_sites:
         if site.via_partial:
             continue  # functools.partial binds some inputs; the call of the result is not seen here
@@ -50,7 +53,7 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
             if type(arg.value) in (cst.List, cst.Tuple):
                 c = counter.count(arg.value)
             elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
-                c = None
+                c = sizes.get(sig.positional[i].name)  # `a, b = xs`: two inputs; else unknown
             else:
                 c = 1
             if c is None:
@@ -61,14 +64,16 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
             exact = set()
             break
         exact.add(total)
+        calls.append((site, total))
         first_call = first_call or site
     if exact:
-        return Expected(min(exact), max(exact), frozenset(exact), first_call)
-    required = len(sig.required)
-    unbounded = sig.varargs is not None or any(p.name in record.structured_params for p in sig.positional)
+        return Expected(min(exact), max(exact), frozenset(exact), first_call, tuple(calls))
+    required = sum(sizes.get(p.name, 1) for p in sig.required)
+    unbounded = sig.varargs is not None or any(p.name in record.structured_params and p.name not in sizes
+                                               for p in sig.positional)
     if sig.varargs is not None and not sig.positional:
         return None
-    return Expected(required, None if unbounded else len(sig.positional))
+    return Expected(required, None if unbounded else sum(sizes.get(p.name, 1) for p in sig.positional))
 
 
 def _enclosing_func(index: FileIndex, node: cst.CSTNode):
@@ -79,8 +84,69 @@ def grad_counter(record: CustomGradient, grad: GradFn, index: FileIndex) -> Coun
     return Counter(index.env_for(grad.node), index.qualnames, record.structured_params)
 
 
-def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int] | None:
-    """Every count a return of grad could mean (plain gradients, or the variables pair)."""
+ABSENT, PRESENT = "absent", "present"
+
+
+def variables_branch(index: FileIndex, grad: GradFn, node: cst.CSTNode) -> str | None:
+    """Whether ``node`` of grad runs only when TF passes no variables (``if variables is None:``,
+    ``if not variables:``) or only when it passes some; None when the code does not say.
+
+    TF calls ``grad(*upstreams)`` when the forward read no variable and
+    ``grad(*upstreams, variables=...)`` with a non-empty list otherwise, so a return under
+    ``variables is None`` gives plain input gradients, one per input."""
+    if not grad.declares_variables:
+        return None
+    child, parent = node, index.parent(node)
+    while parent is not None and parent is not grad.node:
+        if type(parent) is cst.If or type(parent) is cst.IfExp:
+            sign = _variables_test(parent.test)
+            if sign and child is parent.body:
+                return PRESENT if sign > 0 else ABSENT
+            if sign and child is parent.orelse:
+                return ABSENT if sign > 0 else PRESENT
+        elif type(parent) is cst.Else:
+            grand = index.parent(parent)
+            sign = _variables_test(grand.test) if type(grand) is cst.If else 0
+            if sign:
+                return ABSENT if sign > 0 else PRESENT
+        elif type(parent) is cst.IndentedBlock and type(grand := index.parent(parent)) in (cst.FunctionDef,):
+            # after `if variables is None: return ...` at the top of grad: variables are present
+            for stmt in parent.body:
+                if stmt is child:
+                    break
+                if (type(stmt) is cst.If and stmt.orelse is None and _variables_test(stmt.test) < 0
+                        and _ends_in_return(stmt.body)):
+                    return PRESENT
+        child, parent = parent, index.parent(parent)
+    return None
+
+
+def _variables_test(test: cst.BaseExpression) -> int:
+    """+1 for a test true when variables were passed, -1 for one true when they were not."""
+    if type(test) is cst.Name and test.value == "variables":
+        return 1
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return -_variables_test(test.expression)
+    if (type(test) is cst.Comparison and type(test.left) is cst.Name and test.left.value == "variables"
+            and len(test.comparisons) == 1):
+        comp = test.comparisons[0]
+        if type(comp.comparator) is cst.Name and comp.comparator.value == "None":
+            if type(comp.operator) is cst.Is:
+                return -1
+            if type(comp.operator) is cst.IsNot:
+                return 1
+    return 0
+
+
+def _ends_in_return(block: cst.BaseSuite) -> bool:
+    body = block.body if type(block) is cst.IndentedBlock else []
+    last = body[-1] if body else None
+    return type(last) is cst.SimpleStatementLine and any(type(s) in (cst.Return, cst.Raise) for s in last.body)
+
+
+def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter, branch: str | None = None) -> set[int] | None:
+    """Every count a return of grad could mean (plain gradients, or the variables pair); ``branch``
+    (``variables_branch``) says which one it is when grad tests ``variables``."""
     value = site.value
     if value is None:
         return None
@@ -92,7 +158,11 @@ def returned_counts(grad: GradFn, site: ReturnSite, counter: Counter) -> set[int
         value = pair[0].value
         pair = value.elements if type(value) in (cst.Tuple, cst.List) and len(value.elements) == 2 else None
     options = {counter.count(value)}
-    if grad.accepts_variables and pair is not None and type(pair[0]) is not cst.StarredElement:
+    if branch == ABSENT:
+        pass  # TF called grad(*upstreams): a plain list of input gradients
+    elif branch == PRESENT and pair is not None and type(pair[0]) is not cst.StarredElement:
+        options = {counter.count(pair[0].value)}
+    elif grad.accepts_variables and pair is not None and type(pair[0]) is not cst.StarredElement:
         first = counter.count(pair[0].value)
         # `variables` declared and a list beside the input grads: only the pair reading makes sense
         if grad.declares_variables and _list_like(pair[1].value, counter):

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
+from cg_lint.model.bodies import RECORD_NODES, TENSOR_CALLBACK_OPS, all_bodies, callback_of
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.syntax.environments import Env, Unknown
 from cg_lint.syntax.index import FileIndex
@@ -181,8 +182,11 @@ def statement_of(index: FileIndex, node: cst.CSTNode) -> cst.CSTNode:
     return node
 
 
-def bodies(record: CustomGradient) -> list[tuple[FuncNode, str]]:
-    """The forward and each grad function, with how messages name them."""
+def bodies(record: CustomGradient, index: FileIndex | None = None) -> list[tuple[FuncNode, str]]:
+    """The forward and each grad function, with how messages name them; given the index, also every
+    function nested in them (``cg_lint.model.bodies``: AutoGraph converts none of these)."""
+    if index is not None:
+        return [(b.func, b.who) for b in all_bodies(index, record)]
     out: list[tuple[FuncNode, str]] = [(record.node, f"'{record.name}'")]
     for grad in record.grads:
         out.append((grad.node, f"grad of '{record.name}'"))
@@ -204,6 +208,44 @@ def tensor_inputs(record: CustomGradient) -> set[str]:
     return names - record.structured_params
 
 
+# ops that return a tuple or namedtuple of tensors, besides _STRUCTURE_CALLS: iterating them is fine
+_TUPLE_OPS = _STRUCTURE_CALLS | frozenset({
+    "combined_non_max_suppression", "non_max_suppression_padded", "non_max_suppression_with_scores",
+    "approx_max_k", "approx_min_k", "ctc_unique_labels", "eigh_tridiagonal", "py_function", "numpy_function",
+})
+
+
+def return_values(index: FileIndex, func: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """The values a plain function returns; empty when one returns nothing or it is a generator."""
+    out = []
+    for node in index.walk.own_nodes(func.body):
+        if type(node) in (cst.Yield,):
+            return []
+        if type(node) is cst.Return:
+            if node.value is None:
+                return []
+            out.append(node.value)
+    return out
+
+
+def _positional(call: cst.Call, i: int) -> cst.BaseExpression | None:
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    return args[i].value if i < len(args) else None
+
+
+def _tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: "Tensors") -> set[str]:
+    """The helper's parameters that this call passes a tensor for (positionally or by keyword)."""
+    params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    found = set()
+    for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
+        if i < len(params) and tensors.is_tensor(arg.value):
+            found.add(params[i])
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value in params and tensors.is_tensor(arg.value):
+            found.add(arg.keyword.value)
+    return found
+
+
 def _is_literal(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.BaseNumber, cst.BaseString)):
         return True
@@ -213,18 +255,35 @@ def _is_literal(expr: cst.BaseExpression) -> bool:
 
 
 class Tensors:
-    """Answers "is this expression a tensor" inside one custom gradient's forward and grads."""
+    """Answers "is this expression a tensor" inside one custom gradient's forward and grads.
 
-    def __init__(self, index: FileIndex, record: CustomGradient, exclude: set[str] = frozenset()) -> None:
+    Functions nested in them are modelled too: a parameter of one is a tensor when TF calls it with
+    tensors (a ``tf.while_loop`` body, a ``tf.map_fn`` function) or when every call in the bodies
+    passes a tensor in its place. A call of a plain function of the same file (a helper at module
+    level) is a tensor when every ``return`` of the helper is one, given which arguments are
+    tensors; helpers are followed one call deep.
+    """
+
+    def __init__(self, index: FileIndex, record: CustomGradient, exclude: set[str] = frozenset(), *,
+                 roots: dict[int, set[str]] | None = None, depth: int = 0) -> None:
         self.ix = index
         self.record = record
+        self.depth = depth
         # scopes whose names we model, with the names that are tensors on entry
         self.roots: dict[int, set[str]] = {}
-        forward_env = index.env_for(record.node)
-        self.roots[id(forward_env)] = tensor_inputs(record) - set(exclude)
-        for grad in record.grads:
-            genv = index.env_for(grad.node)
-            self.roots.setdefault(id(genv), set()).update(p.name for p in grad.upstream)
+        self._nested: dict[int, FuncNode] = {}  # env id -> nested function whose roots are not known yet
+        if roots is not None:
+            self.roots.update(roots)
+        else:
+            forward_env = index.env_for(record.node)
+            self.roots[id(forward_env)] = tensor_inputs(record) - set(exclude)
+            for grad in record.grads:
+                genv = index.env_for(grad.node)
+                self.roots.setdefault(id(genv), set()).update(p.name for p in grad.upstream)
+            for body in all_bodies(index, record):
+                if body.nested:
+                    self._nested[id(index.env_for(body.func))] = body.func
+        self._helpers: dict[tuple[int, frozenset[str]], bool] = {}
         self._memo: dict[int, bool] = {}
         self._active: set[int] = set()
         self._single_active: set[int] = set()
@@ -258,10 +317,14 @@ class Tensors:
             if values:
                 return all(self._single_value(v) for v in values) and self.is_tensor(expr)
             return is_root
-        if type(expr) in (cst.BinaryOperation, cst.UnaryOperation):
+        if type(expr) in (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison):
             return self.is_tensor(expr)
         if type(expr) is cst.Subscript:
             return self.is_single_tensor(expr.value) and self.is_tensor(expr)
+        if type(expr) is cst.Call and not (type(expr.func) is cst.Attribute and not self.ix.qualnames(expr.func)):
+            # `tf.range(n)`, `tf.reshape(x, ...)`: ops that return one tensor (not a namedtuple)
+            name = call_name(expr, self.ix.qualnames) or ""
+            return name.rsplit(".", 1)[-1] not in _TUPLE_OPS and self.is_tensor(expr)
         return False
 
     def _single_value(self, value: object) -> bool:
@@ -314,10 +377,74 @@ class Tensors:
             if method in STATIC_METHODS or method.startswith("_"):
                 return False
             return self.is_tensor(func.value)
+        if type(func) is cst.Name:
+            helper = self._helper(func)
+            if helper is not None:
+                return self._helper_result(helper, call)
         name = call_name(call, self.ix.qualnames)
         if name and name.rsplit(".", 1)[-1] in _STRUCTURE_CALLS and name not in _TF_SHAPE:
             return False
         return is_tf_op(name) and self._resolves_to_import(func)
+
+    # -- helpers of the same file ---------------------------------------------------------
+    def _helper(self, name: cst.Name) -> cst.FunctionDef | None:
+        """The plain def a called name is bound to (one binding, not a custom gradient or a class)."""
+        values = self.ix.lookup_function(name)
+        if len(values) != 1 or type(values[0]) is not cst.FunctionDef:
+            return None
+        func = values[0]
+        if id(func) in self.ix.memo.get(RECORD_NODES, frozenset()):  # type: ignore[operator]
+            return None
+        return func
+
+    def _helper_result(self, helper: cst.FunctionDef, call: cst.Call) -> bool:
+        returns = return_values(self.ix, helper)
+        if not returns:
+            return False
+        env = self.ix.env_for(helper)
+        if id(env) in self.roots or id(env) in self._nested:  # a function nested in the bodies
+            return all(self.is_tensor(v) for v in returns)
+        if self.depth > 0:
+            return False  # one call deep
+        tensor_params = frozenset(_tensor_arguments(helper, call, self))
+        key = (id(helper), tensor_params)
+        found = self._helpers.get(key)
+        if found is None:
+            self._helpers[key] = False  # recursion through the helper adds no fact
+            inner = Tensors(self.ix, self.record, roots={id(env): set(tensor_params)}, depth=self.depth + 1)
+            found = self._helpers[key] = all(inner.is_tensor(v) for v in returns)
+        return found
+
+    # -- nested functions -----------------------------------------------------------------
+    def _nested_roots(self, func: FuncNode) -> set[str]:
+        """Parameters of a nested function that are tensors: all of them for a TF callback
+        (``tf.while_loop`` body), else those every call in the bodies passes a tensor for."""
+        params = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+        if not params:
+            return set()
+        calls: list[cst.Call] = []
+        for body in all_bodies(self.ix, self.record):
+            for node in self.ix.walk.function_nodes(body.func):
+                if type(node) is not cst.Call:
+                    continue
+                if type(node.func) is cst.Name and func in self.ix.lookup_function(node.func):
+                    calls.append(node)
+                elif any(type(a.value) is cst.Name and a.value is not node.func
+                         and func in self.ix.lookup_function(a.value) for a in node.args):
+                    op = next((n.rsplit(".", 1)[-1] for n in self.ix.qualnames(node.func)
+                               if n.startswith(("tensorflow.", "keras."))), None)
+                    if op in TENSOR_CALLBACK_OPS:
+                        return set(params)
+                    return set()  # passed somewhere else: unknown arguments
+        if callback_of(self.ix, func) in TENSOR_CALLBACK_OPS:
+            return set(params)
+        if not calls or any(any(a.star for a in c.args) for c in calls):
+            return set()
+        found = set()
+        for i, name in enumerate(params):
+            if all(_positional(c, i) is not None and self.is_tensor(_positional(c, i)) for c in calls):
+                found.add(name)
+        return found
 
     def _resolves_to_import(self, func: cst.BaseExpression) -> bool:
         """``tf.math.log`` through an import; not a local function that shadows the name."""
@@ -356,6 +483,10 @@ class Tensors:
         env: Env | None = self.ix.env_for(owner)
         while env is not None:
             if name.value in env.bindings or name.value in env.params:
+                if id(env) not in self.roots and id(env) in self._nested:
+                    func = self._nested.pop(id(env))
+                    self.roots[id(env)] = set()  # while its roots are computed: no fact
+                    self.roots[id(env)] = self._nested_roots(func)
                 if id(env) not in self.roots:
                     return None  # a closure or module value: Python-static for our purposes
                 values = env.bindings.get(name.value, [])
@@ -405,7 +536,8 @@ class Tensors:
 
 
 # -- positional inputs used as Python values ---------------------------------------------------
-_PYTHON_VALUE_CALLS = frozenset({"range", "int", "float", "bool", "complex"})
+# builtins that need a Python value: a number (range, int...) or a truth value (max/min compare)
+_PYTHON_VALUE_CALLS = frozenset({"range", "int", "float", "bool", "complex", "max", "min"})
 
 
 def python_value_uses(index: FileIndex, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
@@ -420,7 +552,7 @@ def python_value_uses(index: FileIndex, record: CustomGradient) -> dict[str, lis
     python: dict[str, list[tuple[cst.CSTNode, str]]] = {}
     tensor_use: set[str] = set()
     forward_env = index.env_for(record.node)
-    for func, _ in bodies(record):
+    for func, _ in bodies(record, index):
         for node in body_nodes(func, index):
             if type(node) is not cst.Name or node.value not in inputs:
                 continue

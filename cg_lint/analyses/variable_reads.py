@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
+from cg_lint.model.bodies import all_bodies
 from cg_lint.model.records import CustomGradient, FuncNode, VariableRead
 from cg_lint.syntax.environments import Unknown
 from cg_lint.syntax.index import FileIndex
@@ -86,6 +87,7 @@ class VariableFinder:
         self._classes: dict[int, _ClassFacts] = {}
         self._kinds: dict[tuple[int, str, bool], str | None] = {}
         self._selves: dict[tuple[int, str], cst.ClassDef | None] = {}
+        self._objects: dict[tuple[int, str, str], str | None] = {}
 
     def _counts(self, call: cst.Call) -> bool:
         return not self.trainable_only or _trainable(call)
@@ -130,6 +132,8 @@ class VariableFinder:
             elif kind_of is cst.Attribute:
                 if self._self_attr_kind(node, func) == "variable" and self._is_load(node):
                     yield node, _text(node), "attribute"
+                elif self._object_attr_kind(node, func) == "variable" and self._is_load(node):
+                    yield node, _text(node), "attribute"
             elif kind_of is cst.Call:
                 callee = node.func
                 if self.is_variable_value(node) and created_ok and not self._assigned(node):
@@ -138,7 +142,8 @@ class VariableFinder:
                     yield node, _text(callee), "layer"
                 elif type(callee) is cst.Name and self._name_kind(callee, owner=func) == "layer":
                     yield node, callee.value, "layer"
-                elif type(callee) is cst.Attribute and self._self_attr_kind(callee, func) == "layer":
+                elif type(callee) is cst.Attribute and "layer" in (self._self_attr_kind(callee, func),
+                                                                   self._object_attr_kind(callee, func)):
                     yield node, _text(callee), "layer"
             elif kind_of is cst.Subscript and type(node.value) is cst.Name:
                 if self._name_kind(node.value, element=True, owner=func) == "variable":
@@ -227,6 +232,55 @@ class VariableFinder:
             return "layer"
         return None
 
+    def _object_attr_kind(self, attr: cst.Attribute, owner: cst.CSTNode | None) -> str | None:
+        """'variable' / 'layer' for ``obj.x`` where ``obj`` is bound once, in the module or an
+        enclosing function, to a constructor call that gives it a variable ``x``: a keyword
+        (``Config(gain=tf.Variable(2.0))``, ``SimpleNamespace(...)``), a class of this file that
+        assigns ``self.x`` from a variable, or a dataclass field (its default, or the positional
+        argument in its place)."""
+        base = attr.value
+        if type(base) is not cst.Name or base.value in ("self", "cls"):
+            return None
+        key = (id(owner), base.value, attr.attr.value)
+        if key in self._objects:
+            return self._objects[key]
+        found = self._objects[key] = self._object_kind(base, attr.attr.value, owner)
+        return found
+
+    def _object_kind(self, base: cst.Name, name: str, owner: cst.CSTNode | None) -> str | None:
+        values = self.ix.env_for(owner).lookup(base.value)
+        if not values or len(values) != 1 or type(values[0]) is not cst.Call:
+            return None
+        call: cst.Call = values[0]
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == name:
+                return self._value_kind(arg.value)
+        if type(call.func) is not cst.Name:
+            return None
+        classes = [v for v in self.ix.lookup_function(call.func) if type(v) is cst.ClassDef]
+        if len(classes) != 1:
+            return None
+        cls = classes[0]
+        facts = self._class_facts(cls)
+        if name in facts.variables:
+            return "variable"
+        if name in facts.layers:
+            return "layer"
+        fields = _class_fields(cls)
+        for field_name, default in fields:
+            if field_name == name and default is not None:
+                return self._value_kind(default)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        names = [f for f, _ in fields]
+        if name in names and names.index(name) < len(positional):
+            return self._value_kind(positional[names.index(name)])
+        return None
+
+    def _value_kind(self, value: cst.BaseExpression) -> str | None:
+        if self.is_variable_value(value):
+            return "variable"
+        return "layer" if self.is_layer_value(value) else None
+
     def _class_of_self(self, name: cst.Name) -> cst.ClassDef | None:
         """The class whose instance ``name`` is: the first parameter of an enclosing method."""
         func = self.ix.enclosing(name, (cst.FunctionDef, cst.Lambda))
@@ -289,6 +343,33 @@ class VariableFinder:
         return False
 
 
+def _class_fields(cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression | None]]:
+    """Class-level fields in order: ``x: T = default`` (a dataclass field; ``field(default=...)``
+    and ``field(default_factory=lambda: ...)`` give their value) and ``x = value``."""
+    body = cls.body.body if type(cls.body) is cst.IndentedBlock else []
+    out: list[tuple[str, cst.BaseExpression | None]] = []
+    for stmt in body:
+        if type(stmt) is not cst.SimpleStatementLine:
+            continue
+        for small in stmt.body:
+            if type(small) is cst.AnnAssign and type(small.target) is cst.Name:
+                out.append((small.target.value, _field_value(small.value)))
+            elif type(small) is cst.Assign and len(small.targets) == 1 and type(small.targets[0].target) is cst.Name:
+                out.append((small.targets[0].target.value, _field_value(small.value)))
+    return out
+
+
+def _field_value(value: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    if type(value) is cst.Call and cst.helpers.get_full_name_for_node(value.func) in ("field", "dataclasses.field"):
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "default":
+                return arg.value
+            if arg.keyword is not None and arg.keyword.value == "default_factory" and type(arg.value) is cst.Lambda:
+                return arg.value.body
+        return None
+    return value
+
+
 def _is_name(node: cst.CSTNode, value: str) -> bool:
     return type(node) is cst.Name and node.value == value
 
@@ -326,6 +407,118 @@ def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:
     forward_finder = VariableFinder(index, trainable_only=True)
     grad_finder = VariableFinder(index, trainable_only=False)
     for record in records:
-        record.variable_reads = forward_finder.reads(record.node, record)
+        forward, grads = _run_times(index, record)
+        record.variable_reads = _merged(forward_finder.reads(f, record) for f in forward)
         for grad in record.grads:
-            grad.variable_reads = grad_finder.reads(grad.node, record, created_ok=False)
+            grad.variable_reads = _merged(grad_finder.reads(f, record, created_ok=False) for f in grads[id(grad.node)])
+
+
+def _run_times(index: FileIndex, record: CustomGradient) -> tuple[list[FuncNode], dict[int, list[FuncNode]]]:
+    """The functions that run with the forward, and with each grad: functions nested in a grad run
+    with it, and so does a def nested in the forward that only a grad names (a helper of grad);
+    the other nested functions run with the forward (tf.cond branches, local helpers, lambdas)."""
+    bodies = all_bodies(index, record)
+    grads = {id(g.node): [g.node] for g in record.grads}
+    forward: list[FuncNode] = [record.node]
+    named_in: dict[str, list[int]] = {}  # name -> the grads (ids) that mention it
+    for body in bodies:
+        if body.in_grad:
+            for node in index.walk.function_nodes(body.func):
+                if type(node) is cst.Name:
+                    named_in.setdefault(node.value, []).append(id(body.top))
+    forward_names = {node.value for b in bodies if not b.in_grad
+                     for node in index.walk.function_nodes(b.func) if type(node) is cst.Name}
+    grad_time: dict[int, int] = {}  # a def nested in the forward -> the grad it runs with
+    for body in bodies:
+        if not body.nested:
+            continue
+        if body.in_grad:
+            grads[id(body.top)].append(body.func)
+            continue
+        owner = body.func
+        while owner is not None and owner is not record.node and id(owner) not in grad_time:
+            if type(owner) is cst.FunctionDef and owner.name.value in named_in \
+                    and owner.name.value not in forward_names:
+                grad_time[id(owner)] = named_in[owner.name.value][0]
+                break
+            owner = index.enclosing(owner, (cst.FunctionDef, cst.Lambda))
+        if owner is not None and id(owner) in grad_time:
+            grad_time[id(body.func)] = grad_time[id(owner)]
+            grads[grad_time[id(owner)]].append(body.func)
+        else:
+            forward.append(body.func)
+    return forward, grads
+
+
+def _merged(groups: Iterator[list[VariableRead]]) -> list[VariableRead]:
+    found: list[VariableRead] = []
+    seen: set[str] = set()
+    for group in groups:
+        for read in group:
+            if read.text not in seen:
+                seen.add(read.text)
+                found.append(read)
+    return found
+
+
+# modules whose names a forward may use without reading a variable of its own
+_PURE_ROOTS = frozenset({"tensorflow", "numpy", "math", "functools", "operator"})
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _pure(name: str) -> bool:
+    return name.split(".")[0] in _PURE_ROOTS or name.startswith(("keras.ops.", "keras.src.ops."))
+
+
+def reads_no_variable(index: FileIndex, record: CustomGradient) -> bool:
+    """The forward certainly reads no variable: besides its own parameters and locals (functions
+    nested in it included) it names only TensorFlow/NumPy, builtins and module-level constants.
+    Then TF calls ``grad(*upstreams)`` without ``variables``. (A closure value, an attribute of
+    ``self`` or a call of anything else might read one: then we cannot tell.)"""
+    key = ("reads-no-variable", id(record))
+    found = index.memo.get(key)
+    if found is not None:
+        return bool(found)
+    found = not record.variable_reads and _closed(index, [b.func for b in all_bodies(index, record) if not b.in_grad])
+    index.memo[key] = found
+    return found
+
+
+def _closed(index: FileIndex, funcs: list[FuncNode]) -> bool:
+    local = {id(index.env_for(f)) for f in funcs}
+    module = index.module_env
+    for func in funcs:
+        for node in index.walk.function_nodes(func):
+            if type(node) is not cst.Name or node.value in ("True", "False", "None"):
+                continue
+            parent = index.parent(node)
+            if (type(parent) is cst.Attribute and parent.attr is node or type(parent) is cst.Param
+                    or type(parent) is cst.Arg and parent.keyword is node):
+                continue
+            env = index.env_for(index.owner(node))
+            while env is not None and node.value not in env.bindings and node.value not in env.params:
+                env = env.parent
+            if env is None:
+                if node.value in _BUILTINS:
+                    continue
+                return False
+            if id(env) in local:
+                continue
+            if env is not module:
+                return False  # a closure value of an enclosing function: may be a variable
+            names = index.qualnames(node)
+            if names and all(_pure(n) for n in names):
+                continue
+            values = env.bindings.get(node.value, [])
+            if values and all(_constant(v) for v in values):
+                continue
+            return False
+    return True
+
+
+def _constant(value: object) -> bool:
+    if isinstance(value, (cst.BaseNumber, cst.BaseString)):
+        return True
+    if type(value) in (cst.Tuple, cst.List):
+        return all(_constant(e.value) for e in value.elements)  # type: ignore[attr-defined]
+    return type(value) is cst.UnaryOperation and isinstance(value.expression, cst.BaseNumber)  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from cg_lint.model.records import (
     ReturnSite,
     Signature,
 )
+from cg_lint.model.bodies import RECORD_NODES, all_bodies
 from cg_lint.syntax.environments import Env
 from cg_lint.syntax.index import FileIndex
 
@@ -65,6 +66,7 @@ class ModelBuilder:
             elif kind is cst.Lambda:
                 order[id(node)] = i
         records = sorted(self.by_node.values(), key=lambda r: order.get(id(r.node), 0))
+        self.ix.memo[RECORD_NODES] = frozenset(self.by_node)  # nested bodies leave these out
         for record in records:
             self._describe(record)
         self._call_sites(records, calls)
@@ -219,14 +221,17 @@ class ModelBuilder:
         return grad
 
     def _structured(self, record: CustomGradient) -> set[str]:
-        """Positional inputs the bodies treat as sequences (each may flatten to several inputs)."""
+        """Positional inputs the bodies treat as sequences (each may flatten to several inputs);
+        ``record.structured_sizes`` gets those only ever unpacked to the same number of names."""
         names = set(record.inputs)
-        found: set[str] = set()
-        bodies: list[FuncNode] = [record.node] + [g.node for g in record.grads]
-        for func in bodies:
-            for node in self.ix.walk.function_nodes(func):
-                found |= _sequence_uses(node, names)
-        return found
+        uses: dict[str, set[int | None]] = {}
+        for body in all_bodies(self.ix, record):
+            for node in self.ix.walk.function_nodes(body.func):
+                for name, size in _sequence_uses(node, names).items():
+                    uses.setdefault(name, set()).add(size)
+        record.structured_sizes = {n: next(iter(s)) for n, s in uses.items()  # type: ignore[misc]
+                                   if len(s) == 1 and None not in s}
+        return set(uses)
 
     # -- call sites ------------------------------------------------------------------------
     def _call_sites(self, records: list[CustomGradient], calls: list[cst.Call]) -> None:
@@ -306,31 +311,37 @@ def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
 _SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})
 
 
-def _sequence_uses(node: cst.CSTNode, names: set[str]) -> set[str]:
+def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:
+    """Inputs ``node`` uses as sequences, with the length an unpacking gives them (else None)."""
     if type(node) not in _SEQUENCE_NODES:  # most nodes (a new branch below needs its class in _SEQUENCE_NODES)
-        return set()
+        return {}
 
     def name_of(expr) -> str | None:
         return expr.value if type(expr) is cst.Name and expr.value in names else None
 
-    found = set()
+    found: dict[str, int | None] = {}
     if type(node) is cst.Assign and any(type(t.target) in (cst.Tuple, cst.List) for t in node.targets):
         if (n := name_of(node.value)):
-            found.add(n)
+            for t in node.targets:
+                target = t.target
+                if type(target) in (cst.Tuple, cst.List):
+                    starred = any(type(e) is cst.StarredElement for e in target.elements)  # type: ignore[union-attr]
+                    size = None if starred or len(node.targets) > 1 else len(target.elements)  # type: ignore[union-attr]
+                    found[n] = size
     elif type(node) in (cst.For, cst.CompFor):
         if (n := name_of(node.iter)):
-            found.add(n)
+            found[n] = None
     elif type(node) is cst.Call:
         callee = cst.helpers.get_full_name_for_node(node.func) or ""
         last = callee.split(".")[-1]
         if last in _SEQUENCE_CALLS or "nest" in callee.split(".") or last in ("flatten", "map_structure"):
             for arg in node.args:
                 if (n := name_of(arg.value)):
-                    found.add(n)
+                    found[n] = None
         for arg in node.args:
             if arg.star == "*" and (n := name_of(arg.value)):
-                found.add(n)
+                found[n] = None
     elif type(node) is cst.StarredElement:
         if (n := name_of(node.value)):
-            found.add(n)
+            found[n] = None
     return found

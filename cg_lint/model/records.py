@@ -146,6 +146,8 @@ class CustomGradient(Located):
     call_sites: list[CallSite] = field(default_factory=list)
     # positional inputs used as sequences in the body: each may flatten to several inputs
     structured_params: set[str] = field(default_factory=set)
+    # of those, the ones only ever unpacked to a fixed number of names (`a, b = xs`): their length
+    structured_sizes: dict[str, int] = field(default_factory=dict)
     class_node: cst.ClassDef | None = None
     # the nodes a caller's Name resolves to (the def, or the target of `g = tf.custom_gradient(f)`)
     binding_nodes: list[cst.CSTNode] = field(default_factory=list)

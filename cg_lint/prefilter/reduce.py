@@ -12,7 +12,10 @@ rule that reads more must extend this):
 - call sites: statements naming a function a root defines (methods: within their class);
 - name resolution: every top-level statement binding a name a kept statement mentions, to a
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
-  stay whole. Mentions are every word of the kept text (strings and comments included);
+  stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
+  instead: defs that the roots and call sites name (helpers whose returns the tensor analysis
+  reads, one call deep) and classes that mention ``Variable``/``add_weight`` (a module-level object
+  built from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
   are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
@@ -30,6 +33,11 @@ from collections.abc import Callable, Set
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
 _WORD = re.compile(r"\w+")
+# `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
+_EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
+_CALLED = re.compile(r"\b(\w+)\s*\(")
+# a class whose instances may hold variables (a config object at module level): VariableFinder reads it
+_VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
 _SELF_ATTR = re.compile(r"\b(?:self|cls)\s*\.\s*(\w+)")
 # `self.x` where it may be assigned (over-approximated): before `=` or `op=`; in a target list
@@ -151,6 +159,11 @@ class _Reduction:
             found = self._words[id(unit)] = self.header_words(unit) if unit.members else self.words(unit.first, unit.last)
         return found
 
+    def called(self, first: int, last: int) -> set[str]:
+        """The names called in these lines (``name(``): the helpers the analyses may follow."""
+        starts = self.offsets.starts
+        return set(_CALLED.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))]))
+
     def header_words(self, unit: _Unit) -> set[str]:
         return self.words(unit.first, (unit.body_line or unit.last + 1) - 1)
 
@@ -189,11 +202,15 @@ class _Reduction:
                 unit.members = []
             self.make_full(unit)
             roots.append(unit)
-        for unit in self.top:  # `from __future__` and star imports
+        for unit in self.top:  # `from __future__` and star imports; the eager-execution switch
             if any(isinstance(s, ast.ImportFrom) and (s.module == "__future__" or s.names[0].name == "*")
-                   for s in unit.stmts):
+                   for s in unit.stmts) or self.mentions(unit, _EAGER_SWITCH):
                 self.make_full(unit)
         return roots
+
+    def mentions(self, unit: _Unit, pattern: re.Pattern[str]) -> bool:
+        starts = self.offsets.starts
+        return pattern.search(self.text, starts[unit.first - 1], starts[min(unit.last, len(self.lines))]) is not None
 
     def keep_called(self, roots: list[_Unit], spellings: set[str], occ: list[int]) -> None:
         """The defs the roots return or pass to a marker call (grads, call-form targets) and what
@@ -271,7 +288,11 @@ class _Reduction:
 
     def keep_bindings(self) -> None:
         """Name resolution: the bindings of every name a kept statement mentions, to a fixpoint;
-        defs and classes kept only for that become stubs."""
+        defs and classes kept only for that become stubs, except the helpers what is kept so far
+        names (the tensor analysis reads their returns, one call deep) and classes that may give
+        module-level objects their variables: those are kept whole."""
+        helper_words = set().union(*(self.called(u.first, u.last) for u in self.full if not u.members),
+                                   *(self.called(m.first, m.last) for m in self.skeletons))
         seen: set[str] = set()
         work: list[_Unit] = [*self.full, *self.skeletons]
         while work:
@@ -287,7 +308,15 @@ class _Reduction:
                 for other in self.binders.get(name, ()):
                     if other.state != _BLANK:
                         continue
-                    if other.name is not None and other.body_line:
+                    if (other.is_def and name in helper_words
+                            or other.name is not None and not other.is_def and self.mentions(other, _VARIABLE_WORDS)):
+                        other.state = _FULL
+                        self.full.append(other)
+                        for m in other.members:
+                            if m.state == _BLANK:
+                                m.state = _FULL
+                                work.append(m)
+                    elif other.name is not None and other.body_line:
                         other.state = _STUB  # only its binding matters: header and `...`
                     else:
                         other.state = _FULL

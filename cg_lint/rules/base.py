@@ -51,6 +51,9 @@ class Rule:
     title: ClassVar[str]  # one line, for `cg-lint rule --all`
     theme: ClassVar[str]
     fixable: ClassVar[bool] = False
+    # an opinionated rule (like bugbear's B9 group) reports its opinion only when selected by its
+    # own code (--select/--extend-select CG018, or ALL); a selection by prefix gets its certain cases
+    opinionated: ClassVar[bool] = False
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[str, ...]] = ()
 
@@ -65,6 +68,9 @@ class Rule:
                             f"live there{', not in the class: ' + ', '.join(own) if own else ''})")
         entry = CODES[code]
         cls.code, cls.name, cls.title, cls.theme = entry, entry.name, entry.summary, entry.theme
+
+    def __init__(self, explicit: bool = True) -> None:
+        self.explicit = explicit  # selected by its own code: report everything, opinions included
 
     def check(self, ctx: LintContext) -> Iterable[Finding]:
         raise NotImplementedError

@@ -6,6 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.contexts import context_of
+from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import statement_of
 from cg_lint.codes import CG008
 from cg_lint.findings import Finding
@@ -17,8 +19,10 @@ class KeywordArguments(Rule):
 
     ## What it does
     Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
-    `functools.partial(f, name=value)` bindings of one, and calls that forward `**kwargs` to a
-    custom-gradient function written to accept keywords (`def inner(*args, **kwargs)`).
+    directly or through a `**mapping` whose keys the file spells (`f(x, **{"scale": 3.0})`,
+    `f(x, **OPTIONS)` with `OPTIONS = {...}` or `dict(scale=3.0)`), `functools.partial(f,
+    name=value)` bindings of one, and calls that forward `**kwargs` to a custom-gradient function
+    written to accept keywords (`def inner(*args, **kwargs)`).
 
     ## Why is this bad?
     Under `tf.function` (and Keras `fit`) any keyword argument raises `ValueError: The custom_gradient
@@ -54,7 +58,13 @@ class KeywordArguments(Rule):
     ## Known limitations
     Only calls in the file that defines the function are checked: a custom-gradient function
     imported from another module (`from .ops import my_op`) is not recognised at its call sites.
-    `f(**options)` is flagged only when `f` itself declares `**kwargs` or keyword-only parameters.
+    `f(**options)` of an unknown mapping is flagged only when `f` itself declares `**kwargs` or
+    keyword-only parameters.
+
+    ## Eager-only code
+    Where graph mode cannot happen (see CG009), a keyword that is a Python constant is only
+    configuration and is not reported; a keyword that may be a tensor still is, since eagerly it
+    silently gets no gradient.
     """
 
     code = CG008
@@ -90,6 +100,20 @@ def f(x, *rest):
 
 def call(*args, **kwargs):
     return f(*args, **kwargs)  # f takes no keywords: a keyword would fail in Python already
+""",
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # this module only runs eagerly: a Python keyword is configuration
+
+@tf.custom_gradient
+def scaled(x, scale=2.0):
+    return x * scale, lambda dy: dy * scale
+
+def apply(x):
+    return scaled(x, scale=3.0)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok [[3.0, 3.0]]
 """,
     )
     INVALID = (
@@ -140,15 +164,31 @@ def recompute(f):
         return inner(*args, **kwargs)  # expect: CG008
     return wrapper
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled(x, scale):
+    return x * scale, lambda dy: (dy * scale, None)
+
+OPTIONS = {"scale": 3.0}
+
+def apply(x):
+    return scaled(x, **OPTIONS)  # expect: CG008
+
+# tf: grad(apply, [1.0, 2.0]) => eager raises return 1 gradients; graph raises only when eager
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             sig = record.signature
             takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
+            context = context_of(ctx.index, record)  # computed only when a call has keywords
             for site in record.call_sites:
                 forwarded = next((a for a in site.node.args if a.star == "**"), None)
-                if not site.keywords and forwarded is not None and takes_keywords:
+                spread = _mapping_items(ctx, forwarded.value) if forwarded is not None else None
+                if not site.keywords and forwarded is not None and spread is None and takes_keywords:
                     # the forward is written to receive keywords and this call hands them on
                     line, column = ctx.position(statement_of(ctx.index, site.node))
                     yield self.finding(ctx, line, column, (
@@ -159,9 +199,16 @@ def recompute(f):
                         f"(functools.partial of the inner function) before applying custom_gradient"),
                         record.qualname)
                     continue
-                if not site.keywords:
+                items = [(a.keyword.value, a.value) for a in site.keywords if type(a.keyword) is cst.Name]
+                if spread:
+                    items += spread
+                if not items:
                     continue
-                names = ", ".join(f"{a.keyword.value}=" for a in site.keywords if type(a.keyword) is cst.Name)
+                if context.eager_only and all(_python_constant(ctx, value) for _, value in items):
+                    continue  # eagerly a Python keyword is only configuration: nothing is lost
+                names = ", ".join(f"{k}=" for k, _ in items)
+                if spread and forwarded is not None:
+                    names += f" through **{cst.Module(body=[]).code_for_node(forwarded.value)}"
                 how = (f"functools.partial binds keyword arguments ({names}) to '{record.name}'" if site.via_partial
                        else f"'{record.name}' is called with keyword arguments ({names})")
                 tail = (" and every input is a keyword, so the custom gradient is bypassed"
@@ -169,6 +216,42 @@ def recompute(f):
                 line, column = ctx.position(statement_of(ctx.index, site.node))
                 yield self.finding(ctx, line, column, (
                     f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword arguments "
-                    f"only eagerly); eagerly keyword tensors are not inputs of the custom gradient and silently get "
-                    f"a None or plain-autodiff gradient{tail}; pass inputs "
-                    f"positionally and bind configuration in a closure"), record.qualname)
+                    f"only eagerly){context.traced_note(site.node)}; eagerly keyword tensors are not "
+                    f"inputs of the custom gradient and silently get a None or plain-autodiff gradient{tail}; pass "
+                    f"inputs positionally and bind configuration in a closure"), record.qualname)
+
+
+def _mapping_items(ctx: LintContext, expr: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]] | None:
+    """The keys and values of a mapping spread with ``**`` when the file spells them: a dict
+    literal, ``dict(k=v)``, or a name bound once to one of these."""
+    if type(expr) is cst.Name:
+        owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+        values = ctx.index.env_for(owner).lookup(expr.value) or []
+        if len(values) != 1 or not isinstance(values[0], cst.BaseExpression):
+            return None
+        expr = values[0]
+    if type(expr) is cst.Dict:
+        items = []
+        for element in expr.elements:
+            if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+                return None
+            items.append((str(element.key.evaluated_value), element.value))
+        return items
+    if type(expr) is cst.Call and call_name(expr, ctx.index.qualnames) == "dict":
+        if any(a.keyword is None for a in expr.args):
+            return None
+        return [(a.keyword.value, a.value) for a in expr.args if a.keyword is not None]
+    return None
+
+
+def _python_constant(ctx: LintContext, expr: cst.BaseExpression) -> bool:
+    """A number, string, True/False/None (or a name bound only to those): never a tensor."""
+    if type(expr) is cst.Name:
+        if expr.value in ("True", "False", "None"):
+            return True
+        owner = ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+        values = ctx.index.env_for(owner).lookup(expr.value) or []
+        return bool(values) and all(isinstance(v, cst.BaseExpression) and _python_constant(ctx, v) for v in values)
+    if type(expr) is cst.UnaryOperation:
+        return _python_constant(ctx, expr.expression)
+    return isinstance(expr, (cst.BaseNumber, cst.BaseString))

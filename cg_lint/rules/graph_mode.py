@@ -12,11 +12,13 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
-from cg_lint.analyses.tensors import Tensors, bodies, body_nodes, python_value_uses, statement_of
+from cg_lint.analyses.contexts import asserts_eager, context_of
+from cg_lint.analyses.tensors import Tensors, body_nodes, python_value_uses, return_values, statement_of
 from cg_lint.codes import CG009, CG010, CG011, CG012
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule, describe
+from cg_lint.model.bodies import all_bodies
 
 _GRAPH = "under tf.function"
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
@@ -37,6 +39,15 @@ def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
     return ctx.cache[key]
 
 
+def graph_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[FuncNode, str]]:
+    """The bodies (nested functions included) that can run under tf.function: none when the custom
+    gradient only ever runs eagerly (cg_lint.analyses.contexts), and not those asserting eager execution."""
+    if context_of(ctx.index, record).eager_only:
+        return []
+    return [(b.func, b.who) for b in all_bodies(ctx.index, record)
+            if not asserts_eager(ctx.index, b.top) and not asserts_eager(ctx.index, b.func)]
+
+
 class _Reporter:
     """One finding per statement and rule: the first problem on a line is the one to fix."""
 
@@ -50,6 +61,9 @@ class _Reporter:
             return None
         self.seen.add(id(stmt))
         line, column = self.ctx.position(stmt)
+        note = context_of(self.ctx.index, self.record).traced_note()
+        if note:  # the file shows the graph mode the message is about
+            message = message.replace(_GRAPH, _GRAPH + note, 1)
         return self.rule.finding(self.ctx, line, column, message, self.record.qualname)
 
 
@@ -89,6 +103,28 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
         elif (type(node) is cst.Call and type(node.func) is cst.Name and node.func.value == "bool"
               and len(node.args) == 1 and not node.args[0].star):
             yield from tested(node.args[0].value, "bool()")
+        elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in _COMPARING:
+            yield from _compared(ctx, node)
+
+
+# builtins that take the truth value of (or compare) what they are given
+_COMPARING = frozenset({"max", "min", "any", "all", "sorted"})
+
+
+def _compared(ctx: LintContext, call: cst.Call) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """``max(a, b)`` compares a and b; ``any([a, b])`` tests each element (iterating one tensor is
+    CG010's business)."""
+    fn = call.func.value  # type: ignore[attr-defined]
+    if call_name(call, ctx.index.qualnames) != fn or any(a.star for a in call.args):
+        return
+    args = [a.value for a in call.args if a.keyword is None]
+    if fn in ("max", "min") and len(args) >= 2:
+        for arg in args:
+            yield arg, f"{fn}()"
+    elif len(args) == 1 and type(args[0]) in (cst.List, cst.Tuple):
+        for element in args[0].elements:
+            if type(element) is cst.Element:
+                yield element.value, f"{fn}()"
 
 
 _INSTEAD = {
@@ -100,6 +136,11 @@ _INSTEAD = {
     "or": "use tf.logical_or",
     "not": "use tf.logical_not",
     "bool()": "keep it a tensor: tf.where, or tf.cond with a scalar predicate",
+    "max()": "use tf.maximum (or tf.reduce_max)",
+    "min()": "use tf.minimum (or tf.reduce_min)",
+    "any()": "use tf.reduce_any",
+    "all()": "use tf.reduce_all",
+    "sorted()": "use tf.sort",
 }
 
 
@@ -107,9 +148,14 @@ class TensorTruthValue(Rule):
     """Python control flow or truth value on a tensor inside a custom gradient.
 
     ## What it does
-    Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not` and `bool()` applied
-    to a tensor in the forward or in grad: the forward's positional inputs, grad's upstream gradients,
-    results of TF ops, and arithmetic, comparisons and subscripts of those. Shapes, dtypes,
+    Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not`, `bool()`, and the
+    builtins that compare or truth-test what they are given (`max(a, b)`, `min(a, b)`,
+    `any([a, b])`, `all(...)`, `sorted(...)`) applied to a tensor in the forward or in grad, and in
+    every function nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and
+    lambdas run unconverted too. Tensors are the forward's positional inputs, grad's upstream
+    gradients, results of TF ops, arithmetic, comparisons and subscripts of those, parameters of a
+    nested function that every call passes a tensor, and what a helper function of the same file
+    returns when its `return` is one (`def first(t): return tf.gather(t, 0)`). Shapes, dtypes,
     `x is None`, `isinstance` and Python constants are not tensors and are fine.
 
     ## Why is this bad?
@@ -145,9 +191,20 @@ class TensorTruthValue(Rule):
     No automatic fix: the replacement depends on whether the condition is element-wise.
 
     ## Known limitations
-    The analysis is local: values returned by your own helper functions, attributes (`self.x`) and
-    closure variables are not known to be tensors and are not checked. Branches that test
+    Helpers are followed one call deep, and only plain functions of the same file; attributes
+    (`self.x`) and closure variables are not known to be tensors and are not checked. Functions
+    decorated with `tf.function`, or passed to `tf.map_fn`/`tf.vectorized_map` (which convert their
+    function with AutoGraph), are not part of the unconverted body. Branches that test
     `tf.executing_eagerly()` and `try` blocks that catch `TypeError` are skipped on purpose.
+
+    ## Eager-only code
+    Graph mode cannot happen, and the rule stays silent, when the custom gradient is called only
+    through `tf.py_function`/`tf.numpy_function` (it must then be local or private, so no other
+    module calls it), when the module calls `tf.config.run_functions_eagerly(True)` at module level,
+    when it is defined under `if tf.executing_eagerly():` or every call is, and in a forward or grad
+    that asserts `tf.executing_eagerly()` (`assert ...`, or `if not ...: raise`) before anything
+    else. Each context is run on TensorFlow by the VALID examples. When a `tf.function` of the same
+    file calls the custom gradient, the message names that line.
     """
 
     code = CG009
@@ -224,6 +281,92 @@ def f(x, flag):
     y = x * 2.0 if flag else x  # an input used only as a Python value is CG012's business
     return y, lambda dy: (dy, None)
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def _numpy_tanh(x):
+    v = x.numpy()  # runs eagerly: tf.py_function below is its only caller (and it is private)
+    if v.sum() > 0:
+        v = np.tanh(v)
+    return v, lambda dy: dy
+
+def apply(x):
+    return tf.py_function(_numpy_tanh, [x], tf.float32)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # every tf.function of this module runs eagerly
+
+@tf.custom_gradient
+def signed(x):
+    if tf.reduce_sum(x) > 0:
+        return x, lambda dy: dy
+    return -x, lambda dy: -dy
+
+# tf: grad(signed, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def debug_only(x):
+    assert tf.executing_eagerly(), "a debugging aid: call it eagerly"
+    if tf.reduce_any(tf.math.is_nan(x)):
+        raise ValueError("NaN input")
+    return tf.identity(x), lambda dy: dy
+
+def apply(x):
+    return debug_only(x) if tf.executing_eagerly() else tf.identity(x)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def _checked(x):
+    if tf.reduce_any(x < 0):  # only ever called eagerly: every call is guarded
+        raise ValueError("negative input")
+    return tf.sqrt(x), lambda dy: dy / (2.0 * tf.sqrt(x))
+
+def safe_sqrt(x):
+    if tf.executing_eagerly():
+        return _checked(x)
+    return tf.sqrt(x)
+
+# tf: grad(safe_sqrt, [1.0, 4.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled(x):
+    @tf.function  # AutoGraph converts a tf.function, nested or not
+    def helper(t):
+        if tf.reduce_sum(t) > 0:
+            return t * 2.0
+        return t
+    return helper(x), lambda dy: dy * 2.0
+
+# tf: grad(doubled, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def clipped(x):
+    def grad(dy):
+        # tf.map_fn converts its function with AutoGraph (it calls tf_convert): this `if` works traced
+        return tf.map_fn(lambda g: g if g < 1.0 else 1.0, dy)
+    return tf.identity(x), grad
+
+# tf: grad(clipped, [0.5, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -290,18 +433,100 @@ import tensorflow as tf
 
 g = tf.custom_gradient(lambda x: (x, lambda dy: dy if dy > 0 else -dy))  # expect: CG009
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled_if_positive(x):
+    def positive():
+        if tf.reduce_sum(x) > 0:  # expect: CG009
+            return x * 2.0
+        return x
+    y = tf.cond(tf.reduce_all(x > -10.0), positive, lambda: x)  # a tf.cond branch is not converted either
+    return y, lambda dy: dy * 2.0
+
+# tf: grad(doubled_if_positive, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def halved_grad(x):
+    def grad(dy):
+        def clip(g):
+            if tf.reduce_max(g) > 1.0:  # expect: CG009
+                return g / 2.0
+            return g
+        return clip(dy)
+    return tf.identity(x), grad
+
+# tf: grad(halved_grad, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def scaled_by_max(x):
+    m = max(tf.reduce_max(x), 0.0)  # expect: CG009
+    return x * m, lambda dy: dy * m
+
+# tf: grad(scaled_by_max, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+def first(t):
+    return tf.gather(t, 0)
+
+@tf.custom_gradient
+def signed(x):
+    if first(x) > 0:  # expect: CG009
+        y = x
+    else:
+        y = -x
+    return y, lambda dy: dy
+
+# tf: grad(signed, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled_while_positive(x):
+    def body(i, acc):
+        if acc[0] > 0:  # expect: CG009
+            acc = acc * 2.0
+        return i + 1, acc
+    _, y = tf.while_loop(lambda i, acc: i < 2, body, [0, x])
+    return y, lambda dy: dy * 4.0
+
+# tf: grad(doubled_while_positive, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def running_max(x):
+    def step(acc, v):
+        return acc if acc > v else v  # expect: CG009
+    y = tf.scan(step, x)
+    return y, lambda dy: dy
+
+# tf: grad(running_max, [0.5, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
-            for func, who in bodies(record):
+            for func, who in graph_bodies(ctx, record):
                 for expr, construct in truth_tests(ctx, func):
                     if not tensors.is_tensor(expr):
                         continue
                     verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
-                            "assert": "asserts on"}.get(construct, "takes the truth value of")
+                            "assert": "asserts on", "max()": "compares", "min()": "compares",
+                            "sorted()": "compares"}.get(construct, "takes the truth value of")
                     finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
                                            f"{_GRAPH} this {_BOOL_ERROR}; {_INSTEAD[construct]}")
                     if finding:
@@ -318,9 +543,11 @@ class TensorAsPythonValue(Rule):
     """`.numpy()`, `int()`/`float()`/`len()`, NumPy or iteration on a tensor in a custom gradient.
 
     ## What it does
-    Flags, in the forward and in grad: `t.numpy()`, `int(t)`, `float(t)`, `len(t)`, `np.*(t)`,
-    `range(t)` (including `for i in range(t)`) and iterating a tensor (`for row in t`,
-    comprehensions, `list(t)`), where `t` is a tensor (see CG009 for what counts as one).
+    Flags, in the forward and in grad (and the functions nested in them, see CG009): `t.numpy()`,
+    `int(t)`, `float(t)`, `len(t)`, `np.*(t)`, `range(t)` (including `for i in range(t)`) and
+    iterating a tensor: `for row in t`, `for i in tf.range(n)`, comprehensions, and the builtins
+    that iterate their argument (`list`, `tuple`, `sum`, `max(t)`, `min(t)`, `any`, `all`,
+    `sorted`, `enumerate`, `zip`, `map`...), where `t` is a tensor (see CG009 for what counts as one).
 
     ## Why is this bad?
     AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
@@ -356,6 +583,9 @@ class TensorAsPythonValue(Rule):
     ## Known limitations
     Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
     tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen, as CG009 describes.
     """
 
     code = CG010
@@ -413,6 +643,18 @@ def rest_sum(x):
     for part in parts:
         total += part
     return total, lambda dy: tf.concat([tf.zeros_like(dy[None]), tf.stack([dy] * 3)], 0)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    parts = tf.unstack(x, num=2)  # a Python list of tensors: sum() adds them
+    s = sum(parts)
+    n = max(x.shape[0], 1)  # static shape: a Python int
+    return s / n, lambda dy: dy * tf.ones_like(x) / n
+
+# tf: grad(total, [1.0, 2.0]) => both ok
 """,
     )
     INVALID = (
@@ -475,13 +717,48 @@ def tail_sum(x):
         total += row
     return total, lambda dy: dy * tf.concat([[0.0], tf.fill(tf.shape(h), 2.0)], 0)
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def cubed(x):
+    y = x
+    for _ in tf.range(2):  # expect: CG010
+        y = y * x
+    return y, lambda dy: dy * 3.0 * x * x
+
+# tf: grad(cubed, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    s = sum(x)  # expect: CG010
+    return s, lambda dy: dy * tf.ones_like(x)
+
+# tf: grad(total, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def relu_if_any(x):
+    def grad(dy):
+        def mask(g):
+            return g * 0.0 if not any(x > 0) else g  # expect: CG010
+        return mask(dy)
+    return tf.identity(x), grad
+
+# tf: grad(relu_if_any, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
-            for func, who in bodies(record):
+            for func, who in graph_bodies(ctx, record):
                 for node in body_nodes(func, ctx.index):
                     message = self._problem(ctx, tensors, node, who)
                     if message and (finding := report(node, message)):
@@ -497,9 +774,10 @@ def tail_sum(x):
                             f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
                             f"compute with TF ops instead")
                 return None
-            if type(func) is cst.Name and func.value in ("int", "float", "complex", "len", "range", "list",
-                                                             "tuple") and not ctx.index.enclosing_env_binds(func):
-                return self._builtin(func.value, args, tensors, who)
+            if type(func) is cst.Name and func.value in _BUILTINS and not ctx.index.enclosing_env_binds(func):
+                if call_name(node, ctx.index.qualnames) == func.value:  # not an import of the same name
+                    return self._builtin(func.value, args, tensors, who)
+                return None
             name = call_name(node, ctx.index.qualnames) or ""
             if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
                 bad = next((a for a in args if tensors.is_tensor(a)), None)
@@ -520,11 +798,15 @@ def tail_sum(x):
             return (f"{who} calls range() on a tensor ({describe(bad)}): {_GRAPH} this raises TypeError: "
                     f"'SymbolicTensor' object cannot be interpreted as an integer; use a static size "
                     f"(x.shape[i]), tf.range, tf.map_fn or tf.while_loop")
+        if fn in _ITERATING:
+            if fn in ("max", "min") and len(args) != 1:
+                return None  # max(a, b) compares a and b: CG009's business
+            iterated = args[1:] if fn == "map" else args if fn == "zip" else args[:1]
+            bad = next((a for a in iterated if tensors.is_single_tensor(a)), None)
+            return self._iterates(who, bad, fn) if bad is not None else None
         if len(args) != 1:
             return None
         arg = args[0]
-        if fn in ("list", "tuple"):
-            return self._iterates(who, arg) if tensors.is_single_tensor(arg) else None
         if not tensors.is_tensor(arg):
             return None
         if fn == "len":
@@ -534,10 +816,17 @@ def tail_sum(x):
                 f"TypeError: {_NUMBERS[fn]}; keep it a tensor (tf.cast) or use a static shape value")
 
     @staticmethod
-    def _iterates(who: str, expr: cst.BaseExpression) -> str:
-        return (f"{who} iterates over a tensor ({describe(expr)}): {_GRAPH} this raises "
+    def _iterates(who: str, expr: cst.BaseExpression, builtin: str | None = None) -> str:
+        how = f"iterates over a tensor with {builtin}()" if builtin else "iterates over a tensor"
+        return (f"{who} {how} ({describe(expr)}): {_GRAPH} this raises "
                 f"OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor is not allowed; use "
                 f"vectorised ops, tf.map_fn, or tf.unstack(x, num=...) with a static size")
+
+
+# builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate
+_ITERATING = frozenset({"list", "tuple", "set", "frozenset", "sum", "max", "min", "any", "all", "sorted",
+                        "enumerate", "zip", "map", "iter", "reversed"})
+_BUILTINS = frozenset({"int", "float", "complex", "len", "range"}) | _ITERATING
 
 
 # -- tf.cond with an element-wise predicate -------------------------------------------------------
@@ -593,7 +882,9 @@ class ElementwiseCondPredicate(Rule):
     ## Known limitations
     Ranks are not inferred beyond that evidence (and, for an input, what every call in the file
     passes: `f(tf.constant([...]))`), so `tf.cond(x > 0, ...)` on an input of unknown rank is not
-    flagged.
+    flagged. The evidence survives a call of a helper of the same file (`head = first_column(x)`
+    with `return t[:, 0]`, `tf.cond(positive(head), ...)` with `return t > 0`). This rule also
+    applies to code that only runs eagerly, where the predicate fails just the same.
     """
 
     code = CG011
@@ -637,6 +928,20 @@ def f(x):
     y = tf.cond(first > 0, lambda: x, lambda: -x)
     return y, lambda dy: dy
 """,
+        """
+import tensorflow as tf
+
+def first_column(t):
+    return t[:, 0]
+
+@tf.custom_gradient
+def gated(x):
+    head = first_column(x)
+    y = tf.cond(tf.reduce_all(head > 0), lambda: x * 2.0, lambda: x)
+    return y, lambda dy: dy * 2.0
+
+# tf: grad(gated, [[1.0, 2.0], [3.0, 4.0]]) => both ok
+""",
     )
     INVALID = (
         """
@@ -670,6 +975,23 @@ def f(a, b):
         return tf.cond(mask, lambda: (dy, dy), lambda: (dy, -dy))  # expect: CG011
     return a + b, grad
 """,
+        """
+import tensorflow as tf
+
+def first_column(t):
+    return t[:, 0]
+
+def positive(t):
+    return t > 0
+
+@tf.custom_gradient
+def gated(x):
+    head = first_column(x)  # rank and element-wise facts survive a helper call
+    y = tf.cond(positive(head), lambda: tf.math.log(x), lambda: tf.zeros_like(x))  # expect: CG011
+    return y, lambda dy: dy / x
+
+# tf: call(gated, [[1.0, 2.0], [3.0, 4.0]]) => eager raises truth value of an array; graph raises InvalidArgumentError
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -677,7 +999,7 @@ def f(a, b):
             tensors = _tensors(ctx, record)
             report = _Reporter(self, ctx, record)
             ranked = _RankEvidence(ctx, record, tensors)
-            for func, who in bodies(record):
+            for func, who in [(b.func, b.who) for b in all_bodies(ctx.index, record)]:
                 for node in body_nodes(func, ctx.index):
                     if type(node) is not cst.Call or call_name(node, ctx.index.qualnames) not in _COND_NAMES:
                         continue
@@ -715,6 +1037,33 @@ class _RankEvidence:
         self.ctx, self.tensors = ctx, tensors
         self.forward_env = ctx.index.env_for(record.node)
         self.ranked_inputs = self._ranked_inputs(record)
+        # while a helper's return is read: its env -> {parameter: the argument of the call}
+        self._arguments: dict[int, dict[str, cst.BaseExpression]] = {}
+
+    def _helper(self, call: cst.BaseExpression) -> tuple[cst.FunctionDef, dict[str, cst.BaseExpression],
+                                                         list[cst.BaseExpression]] | None:
+        """A call of a plain function of this file, its parameters bound to the call's arguments,
+        and its returned values: rank and element-wise facts survive one such call."""
+        if type(call) is not cst.Call or type(call.func) is not cst.Name:
+            return None
+        helper = self.tensors._helper(call.func)
+        returns = return_values(self.ctx.index, helper) if helper is not None else []
+        if helper is None or not returns or any(a.star for a in call.args) \
+                or id(self.ctx.index.env_for(helper)) in self._arguments:  # recursion: no fact
+            return None
+        params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+        bound = dict(zip(params, (a.value for a in call.args if a.keyword is None), strict=False))
+        bound.update((a.keyword.value, a.value) for a in call.args if a.keyword is not None)
+        return helper, bound, returns
+
+    def _argument(self, expr: cst.BaseExpression) -> cst.BaseExpression:
+        """``expr`` itself, or the call's argument when it names a parameter of the helper being read."""
+        if type(expr) is cst.Name and self._arguments:
+            owner = self.ctx.index.enclosing(expr, (cst.FunctionDef, cst.Lambda))
+            bound = self._arguments.get(id(self.ctx.index.env_for(owner)))
+            if bound is not None and expr.value in bound:
+                return bound[expr.value]
+        return expr
 
     def _ranked_inputs(self, record: CustomGradient) -> set[str]:
         """Inputs that every call in the file passes a tensor built with a non-empty shape or list."""
@@ -752,6 +1101,16 @@ class _RankEvidence:
                 return None
             found = [self.elementwise_operand(v, depth + 1) for v in values]
             return found[0] if all(f is not None for f in found) else None
+        sub = self._helper(pred)
+        if sub is not None:  # `pred = positive(head)` with `def positive(t): return t > 0`
+            helper, bound, returns = sub
+            key = id(self.ctx.index.env_for(helper))
+            self._arguments[key] = bound
+            try:
+                found = [self.elementwise_operand(r, depth + 1) for r in returns]
+            finally:
+                del self._arguments[key]
+            return found[0] if all(f is not None for f in found) else None
         operands: list[cst.BaseExpression] = []
         if type(pred) is cst.Comparison:
             if any(type(c.operator) in (cst.Is, cst.IsNot, cst.In, cst.NotIn) for c in pred.comparisons):
@@ -764,7 +1123,7 @@ class _RankEvidence:
             operands = [a.value for a in pred.args if a.keyword is None and not a.star]
         else:
             return None
-        for operand in operands:
+        for operand in map(self._argument, operands):
             if self.tensors.is_tensor(operand) and self._ranked(operand, depth):
                 return operand
         return None
@@ -772,9 +1131,19 @@ class _RankEvidence:
     def _ranked(self, expr: cst.BaseExpression, depth: int) -> bool:
         if depth > 4:
             return False
+        expr = self._argument(expr)
         if type(expr) is cst.Subscript:
             # x[:, 0] or x[1:] keeps a dimension; x[0] or x[0, 0] may be a scalar
             return any(type(s.slice) is cst.Slice for s in expr.slice)
+        sub = self._helper(expr)
+        if sub is not None:  # `head = first_column(x)` with `def first_column(t): return t[:, 0]`
+            helper, bound, returns = sub
+            key = id(self.ctx.index.env_for(helper))
+            self._arguments[key] = bound
+            try:
+                return all(self._ranked(r, depth + 1) for r in returns)
+            finally:
+                del self._arguments[key]
         if type(expr) is cst.Call:
             name = call_name(expr, self.ctx.index.qualnames) or ""
             last = name.rsplit(".", 1)[-1]
@@ -804,9 +1173,10 @@ class InputUsedAsPythonValue(Rule):
     """A positional input of a custom gradient is used as a Python value (`if training:`, `range(n)`).
 
     ## What it does
-    Flags positional inputs of a custom-gradient function that the body uses only as Python values:
-    truth-tested (`if training:`, `not flag`, `mode == "train"`), or passed to `range()`, `int()`,
-    `float()` or `bool()`. Inputs also used as tensors are left to CG009/CG010.
+    Flags positional inputs of a custom-gradient function that the forward, grad, or a function
+    nested in them uses only as Python values: truth-tested (`if training:`, `not flag`,
+    `mode == "train"`), or passed to `range()`, `int()`, `float()`, `bool()`, `max()` or `min()`.
+    Inputs also used as tensors are left to CG009/CG010.
 
     ## Why is this bad?
     Under `tf.function` TensorFlow converts every positional argument to a tensor *before* the
@@ -839,6 +1209,10 @@ class InputUsedAsPythonValue(Rule):
 
     ## Known limitations
     Inputs with a default count only when a call in the same file passes them positionally.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen, as CG009 describes: eagerly TF hands the forward the
+    Python value itself.
     """
 
     code = CG012
@@ -873,6 +1247,20 @@ def f(x, mask):
     if mask is None:
         mask = tf.ones_like(x)
     return x * mask, lambda dy: (dy * mask, None)
+""",
+        """
+import tensorflow as tf
+
+tf.config.run_functions_eagerly(True)  # this module's tf.functions run eagerly: `times` stays an int
+
+@tf.custom_gradient
+def repeated(x, times):
+    y = x
+    for _ in range(times):
+        y = y * 2.0
+    return y, lambda dy: (dy * 2.0 ** times, None)
+
+# tf: grad(repeated, [1.0, 2.0], 2) => both ok
 """,
     )
     INVALID = (
@@ -917,14 +1305,33 @@ def f(x, level):
         y = y + 1.0
     return y, lambda dy: (dy * 2.0, None)
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def repeated(x, times):
+    def grad(dy):
+        def scale(g):
+            for _ in range(max(times, 1)):  # expect: CG012
+                g = g * 2.0
+            return g
+        return scale(dy), None
+    return tf.identity(x), grad
+
+# tf: grad(repeated, [1.0, 2.0], 2) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             report = _Reporter(self, ctx, record)
+            running = {id(func) for func, _ in graph_bodies(ctx, record)}
             for name, uses in _python_values(ctx, record).items():
                 for node, how in uses:
-                    error = "TypeError" if how.endswith("()") and how != "bool()" else "OperatorNotAllowedInGraphError"
+                    if id(ctx.index.owner(node)) not in running:
+                        continue
+                    error = ("TypeError" if how.endswith("()") and how not in ("bool()", "max()", "min()")
+                             else "OperatorNotAllowedInGraphError")
                     finding = report(node, (
                         f"'{record.name}' uses its positional input '{name}' as a Python value ({how}): {_GRAPH} "
                         f"TF converts positional inputs to tensors before the body runs, so this raises {error}; "

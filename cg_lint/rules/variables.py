@@ -10,8 +10,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.contexts import asserts_eager, context_of
+from cg_lint.analyses.counting import ABSENT, variables_branch
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import Tensors, statement_of
+from cg_lint.analyses.variable_reads import reads_no_variable
 from cg_lint.codes import CG004, CG005, CG006, CG007, CG018
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn, VariableRead
@@ -46,6 +49,23 @@ def _literal(expr: cst.BaseExpression | None, ctx: LintContext) -> cst.BaseExpre
     return expr
 
 
+def _mutated(ctx: LintContext, name: cst.Name) -> bool:
+    """The list a name is bound to may change after it is built: a method is called on it
+    (``append``, ``extend``...), an item is assigned, or it is augmented (``+=``)."""
+    owner = ctx.index.enclosing(name, (cst.FunctionDef, cst.Lambda))
+    if owner is None:
+        return True
+    for node in ctx.index.walk.function_nodes(owner):
+        kind = type(node)
+        if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == name.value:
+            return True
+        if kind is cst.Subscript and type(node.value) is cst.Name and node.value.value == name.value:
+            return True
+        if kind is cst.AugAssign and type(node.target) is cst.Name and node.target.value == name.value:
+            return True
+    return False
+
+
 def _elements(expr: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
     if type(expr) in (cst.Tuple, cst.List) and not any(type(e) is cst.StarredElement for e in expr.elements):
         return [e.value for e in expr.elements]
@@ -62,14 +82,24 @@ class MissingVariablesArgument(Rule):
     ## What it does
     Flags a gradient function without a `variables` parameter (or `**kwargs`) when its forward reads a
     trainable variable: a module-level or enclosing `tf.Variable`, one created inside, a `self.<attr>`
-    the class assigns from `tf.Variable`/`add_weight` (or a Keras layer's `kernel`/`bias`), a Keras
-    layer with weights called inside, or `tf.compat.v1.get_variable`.
+    the class assigns from `tf.Variable`/`add_weight` (or a Keras layer's `kernel`/`bias`), an
+    attribute of a module-level object that holds one (`config.scale` of a class that assigns
+    `self.scale = tf.Variable(...)`, a dataclass field, `SimpleNamespace(w=tf.Variable(...))`), a
+    Keras layer with weights called inside, or `tf.compat.v1.get_variable`; reads in functions the
+    forward runs (a `tf.cond` branch, a local helper) count.
+
+    The other direction too: when the forward certainly reads no variable (it names only its own
+    values, TensorFlow, NumPy, builtins and module constants), flags a grad whose `variables` has no
+    default, or a default other than `None` or an empty tuple or list.
 
     ## Why is this bad?
     TensorFlow watches the variables the forward reads and calls `grad(*upstream, variables=...)`.
     When grad cannot take that keyword, the forward call itself raises `TypeError: @tf.custom_gradient
     grad_fn must accept keyword argument 'variables', since function uses variables: [...]`, eagerly
-    and under `tf.function` (in a Keras layer, at the first call).
+    and under `tf.function` (in a Keras layer, at the first call). When the forward reads none, TF
+    calls `grad(*upstream)`: a required `variables` raises `TypeError: grad() missing 1 required
+    positional argument: 'variables'` when the gradient is taken, and a default list of variables
+    makes grad return variable gradients that TF counts as extra input gradients.
 
     ## Example
     ```python
@@ -102,8 +132,8 @@ class MissingVariablesArgument(Rule):
 
     ## Known limitations
     Variables read through helper functions, containers other than literal lists, or attributes of
-    objects other than `self` are not seen. `trainable=` set to a non-literal value is treated as
-    non-trainable.
+    objects other than `self` and module-level (or enclosing) objects built in the file are not seen.
+    `trainable=` set to a non-literal value is treated as non-trainable.
     """
 
     code = CG004
@@ -177,6 +207,29 @@ drop = tf.keras.layers.Dropout(0.5)  # no weights
 @tf.custom_gradient
 def f(x):
     return drop(x), lambda dy: dy
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def identity_op(x):
+    def grad(dy, variables=()):  # an empty default: nothing extra is returned when TF passes none
+        return dy, [tf.zeros_like(v) for v in variables]
+    return tf.identity(x), grad
+
+# tf: grad(identity_op, [1.0, 2.0]) => both ok
+""",
+        """
+import types
+import tensorflow as tf
+
+settings = types.SimpleNamespace(scale=3.0)  # a plain number, not a variable
+
+@tf.custom_gradient
+def scaled(x):
+    return x * settings.scale, lambda dy: dy * settings.scale
+
+# tf: grad(scaled, [1.0, 2.0]) => both ok
 """,
     )
     INVALID = (
@@ -265,11 +318,72 @@ class MyDense(tf.keras.layers.Dense):
             return tf.matmul(x, self.kernel), grad
         return f(x)
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def identity_op(x):
+    def grad(dy, variables):  # expect: CG004
+        return dy
+    return tf.identity(x), grad
+
+# tf: grad(identity_op, [1.0, 2.0]) => both raises missing 1 required positional argument: 'variables'
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def doubled(x):
+    def grad(dy, variables=[w]):  # expect: CG004
+        return dy * 2.0, [tf.reduce_sum(dy * x) for _ in variables]
+    return x * 2.0, grad
+
+# tf: grad(doubled, [1.0, 2.0]) => eager raises return 1 gradients, but returned 2; graph raises too few gradients
+""",
+        """
+import dataclasses
+import tensorflow as tf
+
+@dataclasses.dataclass
+class Params:
+    gain: tf.Variable
+
+params = Params(gain=tf.Variable(2.0))  # a module-level object holding a variable
+
+@tf.custom_gradient
+def amplified(x):
+    def grad(dy):  # expect: CG004
+        return dy * 2.0
+    return x * params.gain, grad
+
+# tf: grad(amplified, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import tensorflow as tf
+
+class Config:
+    def __init__(self):
+        self.scale = tf.Variable(3.0)
+
+config = Config()
+
+@tf.custom_gradient
+def scaled(x):
+    y = tf.cond(tf.reduce_all(x > 0), lambda: x * config.scale, lambda: x)  # the branch runs in the forward
+    def grad(dy):  # expect: CG004
+        return dy
+    return y, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             if not record.variable_reads:
+                yield from self._without_variables(ctx, record)
                 continue
             for grad in record.grads:
                 if grad.accepts_variables:
@@ -281,6 +395,40 @@ class MyDense(tf.keras.layers.Dense):
                     f"TF raises TypeError at the forward call, eagerly and under tf.function (grad_fn must accept "
                     f"keyword argument 'variables'); add variables=None and return (input_grads, variable_grads)"),
                     record.qualname, _add_variables_fix(ctx, grad))
+
+
+    def _without_variables(self, ctx: LintContext, record: CustomGradient) -> Iterator[Finding]:
+        """A forward that certainly reads no variable: TF calls grad(*upstreams) alone, so a
+        required ``variables`` is missing and a default other than None is what grad sees."""
+        grads = [g for g in record.grads if g.declares_variables and not g.is_custom_gradient]
+        if not grads or not reads_no_variable(ctx.index, record):
+            return
+        for grad in grads:
+            sig = grad.signature
+            param = next(p for p in sig.positional + sig.kwonly if p.name == "variables")
+            default = param.node.default
+            if default is None:
+                kind = "keyword-only" if param in sig.kwonly else "positional"
+                message = (
+                    f"grad of '{record.name}' requires 'variables' but '{record.name}' reads no variable: TF then "
+                    f"calls grad without it, and taking the gradient raises TypeError: grad() missing 1 required "
+                    f"{kind} argument: 'variables' (eagerly and under tf.function); give it a default "
+                    f"(variables=None)")
+            elif not _empty_default(default):
+                message = (
+                    f"grad of '{record.name}' defaults 'variables' to {describe(default)} but '{record.name}' "
+                    f"reads no variable: TF calls grad without 'variables', so grad works on the default and its "
+                    f"variable gradients count as extra input gradients (ValueError eagerly, InternalError under "
+                    f"tf.function, when the gradient is taken); use variables=None")
+            else:
+                continue
+            yield self.finding(ctx, grad.line, grad.column, message, record.qualname)
+
+
+def _empty_default(expr: cst.BaseExpression) -> bool:
+    if type(expr) is cst.Name:
+        return expr.value == "None"
+    return type(expr) in (cst.Tuple, cst.List) and not expr.elements  # type: ignore[union-attr]
 
 
 def _add_variables_fix(ctx: LintContext, grad: GradFn) -> Fix | None:
@@ -307,14 +455,18 @@ class VariablesReturnNotPair(Rule):
     ## What it does
     When the forward reads trainable variables (see CG004) and grad accepts `variables`, checks that
     every `return` of grad gives exactly two things: the input gradients and the list of variable
-    gradients.
+    gradients, and that the variable gradients are not `None` and not a literal list shorter than the
+    variables the forward reads (`[]`, or `[dw]` for `w` and `b`). A branch that runs only without
+    variables (`if variables is None:`) never runs here and is not checked.
 
     ## Why is this bad?
     TF runs `input_grads, variable_grads = grad_fn(*upstream, variables=variables)`. Returning only
     the input gradients fails with `ValueError: too many values to unpack (expected 2)` eagerly, and
     with `OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor` under `tf.function`
     (or a "returned too few gradients" `InternalError` when the gradient has two rows). None of these
-    messages mention variables.
+    messages mention variables. `None` as the variable gradients raises `TypeError: object of type
+    'NoneType' has no len()`, and too few `ValueError: Must return gradient for each variable from
+    @custom_gradient grad_fn`, eagerly and under `tf.function`.
 
     ## Example
     ```python
@@ -381,6 +533,40 @@ def f(x):
         return helper(dy, variables)  # built elsewhere: not checked
     return x * w, grad
 """,
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        if variables is None:
+            return dy, None  # never runs: the forward reads w, so TF always passes variables
+        return dy * w_value, [tf.reduce_sum(dy * x) for _ in variables]
+    return x * w_value, grad
+
+# tf: var_grads(scaled, [1.0, 2.0], [w]) => both ok [3.0]
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+b = tf.Variable(1.0, name="b")
+
+@tf.custom_gradient
+def affine(x):
+    w_value, b_value = tf.convert_to_tensor(w), tf.convert_to_tensor(b)
+    def grad(dy, variables=None):
+        var_grads = []
+        for v in variables:  # filled at run time, matched by identity
+            var_grads.append(tf.reduce_sum(dy * x) if v is w else tf.reduce_sum(dy))
+        return dy * w_value, var_grads
+    return x * w_value + b_value, grad
+
+# tf: var_grads(affine, [1.0, 2.0], [w, b]) => both ok [3.0, 2.0]
+""",
     )
     INVALID = (
         """
@@ -411,6 +597,49 @@ class Layer(tf.keras.layers.Layer):
             return y, grad
         return f(x)
 """,
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        return dy * w_value, None  # expect: CG005
+    return x * w_value, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises object of type 'NoneType' has no len()
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+b = tf.Variable(1.0, name="b")
+
+@tf.custom_gradient
+def affine(x):
+    w_value, b_value = tf.convert_to_tensor(w), tf.convert_to_tensor(b)
+    def grad(dy, variables=None):
+        return dy * w_value, [tf.reduce_sum(dy * x)]  # expect: CG005
+    return x * w_value + b_value, grad
+
+# tf: grad(affine, [1.0, 2.0]) => both raises Must return gradient for each variable
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    w_value = tf.convert_to_tensor(w)
+    def grad(dy, variables=None):
+        return dy * w_value, []  # expect: CG005
+    return x * w_value, grad
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises Must return gradient for each variable
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -418,12 +647,18 @@ class Layer(tf.keras.layers.Layer):
             tensors: Tensors | None = None
             for grad in _pair_grads(record):
                 for site in grad.returns:
+                    if variables_branch(ctx.index, grad, site.anchor) == ABSENT:
+                        continue  # never runs: the forward reads variables, so TF passes them
                     value = _literal(site.value, ctx)
                     elements = _elements(value)
                     if site.value is None:
                         what = "nothing"
                     elif elements is not None:
                         if len(elements) == 2:
+                            problem = self._variable_grads(ctx, record, elements[1])
+                            if problem:
+                                line, column = _line(ctx, site.anchor)
+                                yield self.finding(ctx, line, column, problem, record.qualname)
                             continue
                         what = plural(len(elements), "value")
                     else:
@@ -437,6 +672,29 @@ class Layer(tf.keras.layers.Layer):
                         f"({_listing(record.variable_reads, 2)}): TF unpacks (input_grads, variable_grads) and fails "
                         f"eagerly and under tf.function with errors that do not mention variables; return "
                         f"(input_grads, [one gradient per variable in variables])"), record.qualname)
+
+
+    @staticmethod
+    def _variable_grads(ctx: LintContext, record: CustomGradient, expr: cst.BaseExpression) -> str | None:
+        """The variable gradients of a pair: None, or a list shorter than the variables read."""
+        reads = record.variable_reads
+        if type(expr) is cst.Name and _mutated(ctx, expr):
+            return None  # `gv = []` filled by `gv.append(...)`: its length is known only at run time
+        value = _literal(expr, ctx)
+        if type(value) is cst.Name and value.value == "None":
+            return (f"grad of '{record.name}' returns None as its variable gradients but '{record.name}' reads "
+                    f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly "
+                    f"and under tf.function, TF raises TypeError: object of type 'NoneType' has no len(); return a "
+                    f"list with one gradient (or None) per variable in variables")
+        entries = _elements(value) if type(value) is cst.List else None
+        if entries is None or len(entries) >= len(reads):
+            return None
+        # each read is at least one variable (a layer holds several): a shorter list is too short
+        got = "an empty list" if not entries else f"{plural(len(entries), 'variable gradient')}"
+        return (f"grad of '{record.name}' returns {got} but '{record.name}' reads "
+                f"{plural(len(reads), 'variable')} ({_listing(reads, 2)}): when the gradient is taken, eagerly and "
+                f"under tf.function, TF raises ValueError: Must return gradient for each variable from "
+                f"@custom_gradient grad_fn; return one gradient per v in variables")
 
 
 class VariableGradsNotList(Rule):
@@ -730,7 +988,16 @@ class VariableReadInGrad(Rule):
 
     ## What it does
     Flags reads of variables (module-level or enclosing `tf.Variable`s, trainable or not,
-    `self.<attr>` weights, Keras layers with weights) in the body of a gradient function.
+    `self.<attr>` weights, variables held by module-level objects, Keras layers with weights) in the
+    body of a gradient function and the functions it runs.
+
+    **Opinionated.** TF's own documentation reads a captured variable in grad, and the read works
+    unless the call sits inside `tf.cond`/`tf.switch_case`/`tf.while_loop` under `tf.function`. So,
+    like flake8-bugbear's B9 group, the rule reports only that certain case by default: when the
+    same file calls the function inside such control flow in a `tf.function`. Select it by its code
+    to get every read: `cg-lint --extend-select CG018` (or `extend-select = ["CG018"]` in
+    `[tool.cg_lint]`, `--select ALL`, or `flake8 --extend-select CG018`); a prefix such as `CG0`
+    does not.
 
     ## Why is this bad?
     grad runs later, in another context than the forward. Under `tf.function`, when the custom
@@ -766,11 +1033,20 @@ class VariableReadInGrad(Rule):
     ## Fix safety
     No automatic fix.
 
+    For a Keras layer called in grad (a recompute block), converting the layer is no fix: compute
+    what grad needs from the layer in the forward (its output, or its vector-Jacobian product with a
+    `tf.GradientTape` there), or make sure the call never runs inside `tf.cond` under `tf.function`.
+
     ## Known limitations
-    Reads through the `variables` argument, helper functions or containers are not flagged.
+    Reads through the `variables` argument, helper functions or containers are not flagged. Only
+    calls in the same file show the tf.cond-under-tf.function case.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen (see CG009): `Tensor.graph` and autocast need it.
     """
 
     code = CG018
+    opinionated = True
     VALID = (
         """
 import tensorflow as tf
@@ -807,6 +1083,23 @@ def f(x):
         shape = w.shape  # metadata, not a read
         return dy, [tf.zeros(shape) for _ in variables]
     return x * w, grad
+""",
+        """
+import numpy as np
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def _scaled(x):
+    def grad(dy, variables=None):
+        return dy * w, [tf.reduce_sum(dy * x) for _ in variables]  # only ever eager: tf.py_function
+    return x * w, grad
+
+def scaled(x):
+    return tf.py_function(_scaled, [x], tf.float32)
+
+# tf: in_cond(scaled, [1.0, 2.0]) => both ok
 """,
     )
     INVALID = (
@@ -863,11 +1156,64 @@ class Dense(tf.keras.layers.Layer):
             return tf.matmul(x, self.kernel), grad
         return f(x)
 """,
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def scaled(x):
+    def grad(dy, variables=None):
+        return dy * w, [tf.reduce_sum(dy * x) for _ in variables]  # expect: CG018
+    return x * w, grad
+
+@tf.function
+def step(x, use_scale):
+    # the call inside tf.cond under tf.function: reported with the default selection too
+    return tf.cond(use_scale, lambda: scaled(x), lambda: x)
+
+# tf: in_cond(scaled, [1.0, 2.0]) => eager ok; graph raises Tensor.graph is undefined
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Recompute(keras.layers.Layer):
+    def build(self, shape):
+        self.dense = keras.layers.Dense(2)
+        self.dense.build(shape)
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(x):
+            y = self.dense(x)
+            def grad(dy, variables=None):
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    out = self.dense(x)  # expect: CG018
+                dx, *dvars = tape.gradient(out, [x, *variables], output_gradients=dy)
+                return dx, dvars
+            return y, grad
+        return f(x)
+
+layer = Recompute()
+layer.build((1, 2))
+
+# tf: in_cond(layer, [[1.0, 2.0]]) => eager ok; graph raises Tensor.graph is undefined
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
+            context = context_of(ctx.index, record)
+            if context.eager_only:
+                continue  # Tensor.graph and autocast need graph mode
+            certain = context.control_flow_call
+            if certain is None and not self.explicit:
+                continue  # an opinion: reported when CG018 is selected by its code
             for grad in record.grads:
+                if asserts_eager(ctx.index, grad.node):
+                    continue
                 by_statement: dict[int, list[VariableRead]] = {}
                 for read in grad.variable_reads:
                     by_statement.setdefault(id(statement_of(ctx.index, read.anchor)), []).append(read)
@@ -876,12 +1222,24 @@ class Dense(tf.keras.layers.Layer):
                     names = ", ".join(r.text for r in reads)
                     noun = "variable" if len(reads) == 1 else "variables"
                     line, column = _line(ctx, first.anchor)
-                    yield self.finding(ctx, line, column, (
-                        f"grad of '{record.name}' reads {noun} {names}: under tf.function, when the call is inside "
-                        f"tf.cond, this raises AttributeError: Tensor.graph is undefined, and under Keras mixed "
-                        f"precision it reads float32; read it once in the forward "
-                        f"({_value_name(first)} = tf.convert_to_tensor({first.text})) and use that in grad"),
-                        record.qualname)
+                    if certain is not None:
+                        why = (f"'{record.name}' is called inside tf.cond/tf.switch_case/tf.while_loop under "
+                               f"tf.function (line {certain.line}), where this raises AttributeError: Tensor.graph is "
+                               f"undefined when the gradient is taken")
+                    else:
+                        why = ("under tf.function, when the call is inside tf.cond, this raises AttributeError: "
+                               "Tensor.graph is undefined, and under Keras mixed precision it reads float32")
+                    if first.kind == "layer":
+                        verb, advice = "calls the Keras layer", (
+                            f"compute what grad needs from {first.text} in the forward (its output, or its "
+                            f"vector-Jacobian product with a tf.GradientTape there) and use that in grad")
+                        names = first.text
+                    else:
+                        verb, advice = f"reads {noun}", (
+                            f"read it once in the forward ({_value_name(first)} = "
+                            f"tf.convert_to_tensor({first.text})) and use that in grad")
+                    yield self.finding(ctx, line, column, f"grad of '{record.name}' {verb} {names}: {why}; {advice}",
+                                       record.qualname)
 
 
 def _value_name(read: VariableRead) -> str:
