@@ -53,7 +53,8 @@ def _start_pool(jobs: int, fork: bool) -> tuple[ProcessPoolExecutor, type[Except
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork" if fork else None)), BrokenProcessPool
+    context = multiprocessing.get_context("fork" if fork else None)
+    return ProcessPoolExecutor(jobs, mp_context=context), BrokenProcessPool
 
 
 def _submit(pool: ProcessPoolExecutor, work: tuple[str, bytes, Settings]) -> Future[FileResult]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
+from typing import NoReturn
 
 from cg_lint.codes import INFO_CODES
 from cg_lint.config import ConfigError, Settings, load_settings
@@ -20,7 +21,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_ERROR, f"runtime-check: error: {message}\n")
 
 
@@ -42,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also check that grad returns zeros for a zero upstream")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
-    parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint] (and its runtime table) from this file")
+    parser.add_argument("--config", metavar="PYPROJECT",
+                        help="read [tool.cg_lint] (and its runtime table) from this file")
     parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
     return parser
 

@@ -7,6 +7,7 @@ function's results are still reported.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -18,7 +19,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .targets import Unit
 
@@ -105,10 +107,8 @@ class _Child:
             self.stderr.append(line.rstrip("\n"))
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)  # the child and anything it started
-        except (ProcessLookupError, PermissionError):
-            pass
         self.process.wait()
 
 
@@ -177,7 +177,7 @@ def run(units: list[Unit], options: dict[str, Any], functions: dict[str, Any], t
                     return result
                 break
             try:
-                event = json.loads(line)
+                event = json.loads(line)  # type: ignore[arg-type]  # None (the child exited) ended the loop above
             except json.JSONDecodeError:
                 continue
             kind = event["event"]

@@ -134,10 +134,10 @@ def run_unit(index: int, module: ModuleType, path: str, job: dict[str, Any], opt
         return None
 
     inits = {}
-    for key, spec in functions.items():
+    for key, declared in functions.items():
         mod, _, qualname = key.partition(":")
-        if mod in module_keys and spec.get("init"):
-            inits[qualname] = spec["init"]
+        if mod in module_keys and declared.get("init"):
+            inits[qualname] = declared["init"]
     entries = entries_for(module, path, defs, inits)
     # Issues raised while importing (module-level calls) belong to the module's first entry.
     import_issues, _ = RECORDER.drain()

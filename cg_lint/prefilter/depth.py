@@ -53,9 +53,9 @@ def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> bool:
                 continue
             if isinstance(node, ast.BoolOp):
                 depth += len(node.values)
-            elif isinstance(node, (ast.Constant, ast.JoinedStr)):
-                if _string_parts(node, text, lines) + depth > MAX_DEPTH:
-                    return True
+            elif (isinstance(node, (ast.Constant, ast.JoinedStr))
+                  and _string_parts(node, text, lines) + depth > MAX_DEPTH):
+                return True
         for child in ast.iter_child_nodes(node):
             stack.append((child, depth + 1))
     return False
