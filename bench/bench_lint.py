@@ -274,8 +274,9 @@ def main() -> int:
         targets = roots if len(chosen) == len(files) else chosen
         serial, pooled = best_of(args.repeat, cg_lint(targets, jobs=1), cg_lint(targets))
         n_cand = len(set(chosen) & set(candidates))
+        per_file = [1e3 * (t - start_time) / len(chosen) for t in (serial, pooled)]
         print(f"| {len(chosen)} | {n_cand} | {serial:.2f} s | {pooled:.2f} s | "
-              f"{1e3 * (serial - start_time) / len(chosen):.2f} ms | {1e3 * (pooled - start_time) / len(chosen):.2f} ms |")
+              f"{per_file[0]:.2f} ms | {per_file[1]:.2f} ms |")
     shutil.rmtree(empty)
     return 0
 

@@ -27,7 +27,8 @@ from cg_lint.config import iter_files  # noqa: E402
 from cg_lint.prefilter import markers  # noqa: E402
 
 FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>CG\d+) (?P<msg>.*)$")
-SUMMARY = re.compile(r"\((?P<parsed>\d+) files? with custom gradients checked(?:, (?P<errors>\d+) could not be checked)?\)")
+SUMMARY = re.compile(r"\((?P<parsed>\d+) files? with custom gradients checked"
+                     r"(?:, (?P<errors>\d+) could not be checked)?\)")
 
 
 def default_roots() -> list[tuple[str, list[str]]]:

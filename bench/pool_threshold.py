@@ -29,6 +29,9 @@ for k in (2, 4, 6, 8, 12, 16, 24, len(c)):
     for mode in ("serial", "pool") * 3:
         runner.POOL_MIN_BYTES = 0 if mode == "pool" else 10**12
         runner.POOL_MIN_FILES = 1
-        t = time.perf_counter(); list(runner.lint_paths(files, s, jobs=2)); dt = time.perf_counter() - t
+        t = time.perf_counter()
+        list(runner.lint_paths(files, s, jobs=2))
+        dt = time.perf_counter() - t
         res[mode] = min(res.get(mode, 9), dt)
-    print(f"{k:3} files {size/1e3:7.0f} KB  serial {res['serial']:.3f}  pool {res['pool']:.3f}  {'pool pays' if res['pool'] < res['serial'] else ''}")
+    pays = "pool pays" if res["pool"] < res["serial"] else ""
+    print(f"{k:3} files {size/1e3:7.0f} KB  serial {res['serial']:.3f}  pool {res['pool']:.3f}  {pays}")

@@ -82,7 +82,8 @@ def main() -> int:
     args = parser.parse_args()
     roots = args.roots or [sysconfig.get_paths()["stdlib"]]
     decorators = STRESS if args.stress else ()
-    files = sorted({os.path.join(d, f) for r in roots for d, _, fs in os.walk(r) for f in fs if f.endswith((".py", ".pyi"))})
+    files = sorted({os.path.join(d, f) for r in roots for d, _, fs in os.walk(r)
+                    for f in fs if f.endswith((".py", ".pyi"))})
     bad = 0
     with ProcessPoolExecutor(args.jobs) as pool:
         for result in pool.map(check, [(f, decorators) for f in files], chunksize=16):

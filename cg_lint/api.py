@@ -26,7 +26,8 @@ class Definition:
     has_varargs: bool
 
 
-def lint_source(source: str | bytes, path: str, settings: Settings | None = None) -> tuple[list[Finding], FileError | None]:
+def lint_source(source: str | bytes, path: str, settings: Settings | None = None
+                ) -> tuple[list[Finding], FileError | None]:
     result = _lint_source(source, path, settings)
     return result.findings, result.error
 
@@ -62,7 +63,9 @@ def _builder_calls(index: FileIndex) -> list[Definition]:
     for node in index.nodes:
         if type(node) is not cst.Call or not node.args or node.args[0].keyword is not None:
             continue
-        if type(node.func) not in (cst.Name, cst.Attribute) or not index.qualnames(node.func) & CUSTOM_GRADIENT_BUILDERS:
+        if type(node.func) not in (cst.Name, cst.Attribute):
+            continue
+        if not index.qualnames(node.func) & CUSTOM_GRADIENT_BUILDERS:
             continue
         arg = node.args[0].value
         parent = index.parent(node)

@@ -157,7 +157,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         settings = load_settings(start=start if _stat_ok(start) else Path.cwd())
     return settings.with_cli(select=args.select, ignore=args.ignore, exclude=args.exclude,
                              extend_exclude=args.extend_exclude,
-                             extend_select=(settings.extend_select + args.extend_select) if args.extend_select else None)
+                             extend_select=(settings.extend_select + args.extend_select)
+                             if args.extend_select else None)
 
 
 def _stat_ok(path: Path, dir_only: bool = False) -> bool:
@@ -351,7 +352,8 @@ def _report(args: argparse.Namespace, findings: list[Finding], sources, stream) 
 
 def _lint_summary(args: argparse.Namespace, findings: list[Finding], checked: int, errors: list[FileError]) -> None:
     if args.format in ("text", "concise") and not args.quiet:
-        print(_found_summary(findings, args.unsafe_fixes) + f" ({_plural(checked, 'file')} with custom gradients checked"
+        checked_note = f" ({_plural(checked, 'file')} with custom gradients checked"
+        print(_found_summary(findings, args.unsafe_fixes) + checked_note
               + (f", {len(errors)} could not be checked)" if errors else ")"), file=sys.stderr)
 
 

@@ -56,7 +56,7 @@ class Settings:
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     cache_dir: str | None = None  # the result cache's folder (cg_lint/result_cache.py)
 
-    def with_cli(self, **changes: Any) -> "Settings":
+    def with_cli(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def is_enabled(self, code: str, path: str | None = None) -> bool:
@@ -81,7 +81,7 @@ class Settings:
                 out.extend(codes)
         return out
 
-    def excluder(self) -> "Excluder":
+    def excluder(self) -> Excluder:
         return excluder(self.exclude + self.extend_exclude, self.root)
 
     def is_excluded(self, path: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-# flake8's own pattern: codes match by prefix, so `# noqa: CG` silences every CG code
+# flake8's own pattern: codes match by prefix, so a `noqa: CG` comment silences every CG code
 NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?", re.IGNORECASE)
 
 

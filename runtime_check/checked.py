@@ -12,9 +12,11 @@ only recorded (in :data:`runtime_check.issues.RECORDER`), so checked code behave
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -428,10 +430,8 @@ def checked_custom_gradient(f: Callable[..., Any] | None = None) -> Any:
         return _checked_call(info, wrapped, args, kwargs)
 
     result = tf_decorator.make_decorator(f, _tf_custom_gradient_module.Bind(f, decorated))
-    try:
+    with contextlib.suppress(AttributeError):  # make_decorator returned a read-only object
         result._cg_checked_definition = info
-    except AttributeError:  # pragma: no cover - make_decorator returned a read-only object
-        pass
     return result
 
 

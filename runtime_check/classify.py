@@ -7,7 +7,7 @@ docs/tf-contract.md). Returns ``None`` for errors that say nothing about the cus
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from cg_lint.codes import CG001, CG003, CG004, CG006, CG008, CG009, CG010, CG011, CG012, CODES, Code
 

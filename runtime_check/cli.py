@@ -23,7 +23,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_ERROR, f"runtime-check: error: {message}\n")
 
 
@@ -52,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also check that grad is itself differentiable (Hessian-vector products)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
-    parser.add_argument("--config", metavar="PYPROJECT", help="read [tool.cg_lint] (and its runtime table) from this file")
+    parser.add_argument("--config", metavar="PYPROJECT",
+                        help="read [tool.cg_lint] (and its runtime table) from this file")
     parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
     return parser
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cg_lint.api import Definition, find_custom_gradients
 from cg_lint.config import ConfigError, Settings, load_settings
@@ -44,7 +46,7 @@ def project_settings() -> Settings:
 @functools.lru_cache(maxsize=256)
 def _definitions_in_file(path: str) -> dict[str, Definition]:
     try:
-        source = open(path, encoding="utf-8").read()
+        source = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return {}
     return {d.qualname: d for d in static_definitions(source, path)}
@@ -308,10 +310,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
         parts = top.split(".")
         try:
             owner = _resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else module
-            if isinstance(owner, type):
-                member = inspect.getattr_static(owner, parts[-1])
-            else:
-                member = getattr(owner, parts[-1])
+            member = inspect.getattr_static(owner, parts[-1]) if isinstance(owner, type) else getattr(owner, parts[-1])
         except AttributeError:
             unusable(top, loc, f"'{top}' is not reachable as a module attribute", d)
             return
@@ -324,7 +323,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 add(top, loc, lambda: bound, names or (["x"] if varargs else []), d)
             elif _is_keras_layer(cls):
                 layer_name = ".".join(parts[:-1])
-                names, _ = _required_positional(cls.call)
+                names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]  # a Keras layer
                 add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
                 entries[layer_name].kind = "layer"
             else:
@@ -336,7 +335,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
         if isinstance(member, type):
             init = inits.get(top, {})
             if _is_keras_layer(member):
-                names, _ = _required_positional(member.call)
+                names, _ = _required_positional(member.call)  # type: ignore[attr-defined]  # a Keras layer
                 add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
                 entries[top].kind = "layer"
             elif callable(getattr(member, "__call__", None)):

@@ -10,7 +10,8 @@ zero-upstream checks.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import tensorflow as tf
@@ -261,7 +262,8 @@ class Exerciser:
         for index, (a, b) in enumerate(zip(eager.grads, graph.grads)):
             if (a is None) != (b is None):
                 differing.append((index, "None" if a is None else "a tensor", "None" if b is None else "a tensor"))
-            elif a is not None and (a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
+            elif a is not None and b is not None and (
+                    a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
                 differing.append((index, _brief(a), _brief(b)))
         if not differing:
             return

@@ -10,7 +10,8 @@ import linecache
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from cg_lint.codes import CODES, Code, lookup
 

@@ -8,7 +8,8 @@ cannot look right by accident). Magnitude probes (±100, 0) look for NaN/Inf gra
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

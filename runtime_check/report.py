@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import replace
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from cg_lint.codes import INFO_CODES
 from cg_lint.findings import Finding
@@ -41,7 +42,7 @@ def format_findings(findings: Sequence[Finding], fmt: str) -> str:
     """The same formats as cg-lint's; info codes (no valid inputs) are notes, not errors."""
     sources = read_lines(f.path for f in findings) if fmt == "text" else {}
     return shared_format(findings, fmt, sources, sys.stdout, tool="runtime-check",
-                         levels={code: "note" for code in INFO_CODES}).rstrip("\n")
+                         levels=dict.fromkeys(INFO_CODES, "note")).rstrip("\n")
 
 
 def summary_table(rows: Sequence[tuple[str, str, str]]) -> str:

@@ -117,7 +117,8 @@ def test_runtime_discovery_reads_the_linters_model_with_the_configured_decorator
 def test_runtime_targets_walk_like_the_linter(tmp_path: Path) -> None:
     from runtime_check.targets import expand
 
-    (tmp_path / "pyproject.toml").write_text('[tool.cg_lint]\nextend-exclude = ["generated"]\ndecorators = ["lib.cg"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cg_lint]\nextend-exclude = ["generated"]\ndecorators = ["lib.cg"]\n')
     for folder in ("src", "generated", ".venv"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "ops.py").write_text("import tensorflow as tf\n@tf.custom_gradient\ndef f(x): ...\n")

@@ -66,7 +66,9 @@ def test_every_fix_removes_its_finding_and_keeps_the_file_valid(rule, source):
     assert len(after) == len(before) - outcome.fixed
     assert not any(f.fix for f in after)
     # nothing else got worse: no finding of another rule appeared
-    others = lambda text: {(f.code, f.message) for f in lint_source(text, "example.py").findings if f.code != rule.code}
+    def others(text: str) -> set[tuple[str, str]]:
+        return {(f.code, f.message) for f in lint_source(text, "example.py").findings if f.code != rule.code}
+
     assert others(outcome.text) <= others(source)
 
 

@@ -53,7 +53,7 @@ def check_plugin(text: str, path: str = "fuzz.py") -> list[tuple]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
     out = list(Plugin(tree, lines, path).run())
-    for row, col, message, kind in out:
+    for row, col, message, _kind in out:
         assert isinstance(row, int) and isinstance(col, int) and row >= 1 and col >= 0
         assert message.startswith("CG") and "\n" not in message
         assert not message.startswith("CG999"), message

@@ -43,6 +43,15 @@ def test_the_changelog_has_the_release_and_the_snippets_name_its_tag() -> None:
     assert revs and all(rev == f"v{VERSION}" for _, rev in revs), revs
 
 
+@pytest.mark.skipif(not (ROOT / ".git").exists() or shutil.which("git") is None, reason="not a git checkout")
+def test_the_release_tag_exists() -> None:
+    tags = subprocess.run(["git", "tag", "--list"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    if not tags.strip():
+        pytest.skip("a clone without tags (CI fetches history without them)")
+    kind = subprocess.run(["git", "cat-file", "-t", f"v{VERSION}"], cwd=ROOT, capture_output=True, text=True)
+    assert kind.stdout.strip() == "tag", f"v{VERSION} is not an annotated tag"
+
+
 def test_license_is_the_one_pyproject_declares() -> None:
     assert PYPROJECT["project"]["license"] == {"text": "Apache-2.0"}
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
@@ -62,4 +71,18 @@ def test_the_pre_commit_config_is_valid() -> None:
     pre_commit = shutil.which("pre-commit") or pytest.skip("pre-commit is not installed")
     proc = subprocess.run([pre_commit, "validate-config", ".pre-commit-config.yaml"], cwd=ROOT,
                           capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_passes() -> None:
+    pytest.importorskip("ruff", reason="ruff is not installed (pip install -e '.[test]')")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "."], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_mypy_passes() -> None:
+    pytest.importorskip("mypy")
+    proc = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

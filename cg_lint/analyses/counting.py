@@ -48,18 +48,15 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
         caller = _enclosing_func(index, site.node)
         env = index.env_for(caller) if caller is not None else Env()
         counter = Counter(env, index.qualnames)
-        total: int | None = 0
+        counts: list[int | None] = []
         for i, arg in enumerate(site.positional):
             if type(arg.value) in (cst.List, cst.Tuple):
-                c = counter.count(arg.value)
+                counts.append(counter.count(arg.value))
             elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
                 c = sizes.get(sig.positional[i].name)  # `a, b = xs`: two inputs; else unknown
             else:
-                c = 1
-            if c is None:
-                total = None
-                break
-            total += c
+                counts.append(1)
+        total = None if None in counts else sum(c for c in counts if c is not None)
         if total is None:
             exact = set()
             break

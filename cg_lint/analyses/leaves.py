@@ -8,6 +8,7 @@ leaves and ``None`` is one.
 from __future__ import annotations
 
 from collections.abc import Callable, Set as AbstractSet
+from typing import cast
 
 import libcst as cst
 
@@ -61,7 +62,7 @@ def is_tensor_op_call(node: cst.BaseExpression, qualnames: QualNames) -> bool:
 class Counter:
     """Counts flattened leaves of expressions inside one function (with its enclosing envs)."""
 
-    def __init__(self, env: Env, qualnames: QualNames, structured: set[str] = frozenset()) -> None:
+    def __init__(self, env: Env, qualnames: QualNames, structured: AbstractSet[str] = frozenset()) -> None:
         self.env = env
         self.qualnames = qualnames
         self.structured = structured
@@ -72,50 +73,45 @@ class Counter:
         bare name or call is assumed to be one tensor."""
         if expr is None:
             return 1
-        if type(expr) in (cst.Tuple, cst.List):
-            total = 0
-            for element in expr.elements:
-                if type(element) is cst.StarredElement:
-                    c = self._sequence_len(element.value)
-                else:
-                    c = self.count(element.value, whole=False)
-                if c is None:
-                    return None
-                total += c
-            return total
-        if type(expr) is cst.Dict:
-            total = 0
-            for element in expr.elements:
-                if type(element) is cst.StarredDictElement:
-                    return None
-                c = self.count(element.value, whole=False)
-                if c is None:
-                    return None
-                total += c
-            return total
-        if type(expr) is cst.Name:
+        kind = type(expr)
+        if kind is cst.Tuple or kind is cst.List or kind is cst.Dict:
+            return self._count_literal(cast("cst.Tuple | cst.List | cst.Dict", expr))
+        if kind is cst.Name:
             return self._count_name(expr.value, whole)
-        if type(expr) is cst.BinaryOperation:
+        if kind is cst.BinaryOperation:
             if self._is_sequence(expr.left) or self._is_sequence(expr.right):
                 return self._sequence_len(expr)
             return 1
-        if type(expr) is cst.IfExp:
+        if kind is cst.IfExp:
             a, b = self.count(expr.body, whole), self.count(expr.orelse, whole)
             return a if a == b else None
-        if type(expr) in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
+        if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
             return None
-        if type(expr) is cst.Call:
-            callee = call_name(expr, self.qualnames)
+        if kind is cst.Call:
+            callee = call_name(cast(cst.Call, expr), self.qualnames)
             if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
                 return None
             if is_tensor_op_call(expr, self.qualnames):
                 return 1
-            return None if whole else 1
-        if type(expr) in (cst.Subscript, cst.Attribute, cst.BooleanOperation, cst.Await):
-            return None if whole else 1
-        if isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
+        elif isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
             return 1
+        # a subscript, attribute, boolean operation, await or other call: one tensor inside a literal
         return None if whole else 1
+
+    def _count_literal(self, expr: cst.Tuple | cst.List | cst.Dict) -> int | None:
+        """The sum over a literal's elements (a ``*starred`` one counts what it unpacks)."""
+        total = 0
+        for element in expr.elements:
+            if type(element) is cst.StarredDictElement:
+                return None
+            if type(element) is cst.StarredElement:
+                c = self._sequence_len(element.value)
+            else:
+                c = self.count(element.value, whole=False)
+            if c is None:
+                return None
+            total += c
+        return total
 
     def _count_name(self, name: str, whole: bool) -> int | None:
         if name == "None":
@@ -154,7 +150,8 @@ class Counter:
             values = self.env.lookup(expr.value) or []
             self._active.add(expr.value)
             try:
-                return any(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef)) and self._is_sequence(v) for v in values)
+                return any(not isinstance(v, (Unknown, cst.FunctionDef, cst.ClassDef)) and self._is_sequence(v)
+                           for v in values)
             finally:
                 self._active.discard(expr.value)
         return False

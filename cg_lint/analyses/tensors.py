@@ -12,7 +12,8 @@ Unknown means "not a tensor": the rules built on this stay quiet when in doubt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set as AbstractSet
+from typing import cast
 
 import libcst as cst
 
@@ -154,7 +155,7 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
         kind = type(node)  # exact types: libcst nodes are ABCs and isinstance is slow on them
         if (kind is cst.If or kind is cst.IfExp) and _eager_only_test(node.test, index):
             continue
-        if kind is cst.Try and _guarded_try(node):
+        if kind is cst.Try and _guarded_try(cast(cst.Try, node)):
             continue
         out.append(node)
         if kind in scopes:
@@ -337,7 +338,7 @@ class Tensors:
             return True
         self._single_active.add(key)
         try:
-            return self.is_single_tensor(value)
+            return self.is_single_tensor(cast(cst.BaseExpression, value))  # what names are bound to
         finally:
             self._single_active.discard(key)
 

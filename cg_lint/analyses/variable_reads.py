@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any, cast
 from dataclasses import dataclass
 
 import libcst as cst
@@ -126,17 +127,17 @@ class VariableFinder:
         for node in self.ix.walk.function_nodes(func):
             kind_of = type(node)
             if kind_of is cst.Name:
-                kind = self._name_kind(node, owner=func)
+                kind = self._name_kind(cast(cst.Name, node), owner=func)
                 if kind in reads and self._is_load(node):
-                    yield node, node.value, kind
+                    yield node, node.value, cast(str, kind)  # one of reads
             elif kind_of is cst.Attribute:
-                if self._self_attr_kind(node, func) == "variable" and self._is_load(node):
+                if self._self_attr_kind(cast(cst.Attribute, node), func) == "variable" and self._is_load(node):
                     yield node, _text(node), "attribute"
                 elif self._object_attr_kind(node, func) == "variable" and self._is_load(node):
                     yield node, _text(node), "attribute"
             elif kind_of is cst.Call:
                 callee = node.func
-                if self.is_variable_value(node) and created_ok and not self._assigned(node):
+                if self.is_variable_value(node) and created_ok and not self._assigned(cast(cst.Call, node)):
                     yield node, _text(node), "created"
                 elif self.is_layer_value(callee):
                     yield node, _text(callee), "layer"
@@ -152,7 +153,7 @@ class VariableFinder:
                 else:
                     kind = self._name_kind(node.value, owner=func)
                     if kind in reads and self._is_load(node):
-                        yield node, node.value.value, kind  # slicing a variable reads it
+                        yield node, node.value.value, cast(str, kind)  # slicing a variable reads it
 
     def _assigned(self, call: cst.Call) -> bool:
         parent = self.ix.parent(call)
@@ -174,11 +175,10 @@ class VariableFinder:
         if type(parent) is cst.Comparison and any(
                 type(c.operator) in (cst.Is, cst.IsNot) for c in parent.comparisons):
             return False  # `v is w` matches variables by identity without reading them
-        if type(parent) is cst.Subscript and parent.value is node:
-            return False  # the subscript is the read (a list of variables)
-        return True
+        # a subscript of it is the read (a list of variables), not the name itself
+        return not (type(parent) is cst.Subscript and parent.value is node)
 
-    def _name_kind(self, name: cst.Name, element: bool = False, owner: cst.CSTNode | None = _ASK) -> str | None:
+    def _name_kind(self, name: cst.Name, element: bool = False, owner: Any = _ASK) -> str | None:
         """'variable' / 'created' / 'layer' when every binding of ``name`` is one (``owner``: the
         def or lambda ``name`` is looked up from, when the caller knows it)."""
         if owner is _ASK:
@@ -197,10 +197,9 @@ class VariableFinder:
             if isinstance(value, Unknown) or not isinstance(value, cst.CSTNode):
                 return None
             if element:
-                if type(value) in (cst.List, cst.Tuple) and value.elements and all(
-                        self.is_variable_value(e.value) for e in value.elements if type(e) is cst.Element):
-                    kinds.add("variable")
-                elif type(value) is cst.ListComp and self.is_variable_value(value.elt):
+                listed = type(value) in (cst.List, cst.Tuple) and value.elements and all(
+                    self.is_variable_value(e.value) for e in value.elements if type(e) is cst.Element)
+                if listed or type(value) is cst.ListComp and self.is_variable_value(value.elt):
                     kinds.add("variable")
                 else:
                     return None
@@ -213,7 +212,7 @@ class VariableFinder:
                 return None
         return kinds.pop() if len(kinds) == 1 else None
 
-    def _self_attr_kind(self, attr: cst.Attribute, owner: cst.CSTNode | None = _ASK) -> str | None:
+    def _self_attr_kind(self, attr: cst.Attribute, owner: Any = _ASK) -> str | None:
         if type(attr.value) is not cst.Name:
             return None
         if owner is _ASK:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from cg_lint.model.records import (
@@ -59,10 +61,11 @@ class ModelBuilder:
             if kind is cst.FunctionDef:
                 order[id(node)] = i
                 if any(self._is_cg_decorator(d) for d in node.decorators):
-                    self._add(node, [node])
+                    self._add(cast(cst.FunctionDef, node), [node])
             elif kind is cst.Call:
-                calls.append(node)
-                self._maybe_call_form(node)
+                call = cast(cst.Call, node)
+                calls.append(call)
+                self._maybe_call_form(call)
             elif kind is cst.Lambda:
                 order[id(node)] = i
         records = sorted(self.by_node.values(), key=lambda r: order.get(id(r.node), 0))
@@ -131,7 +134,8 @@ class ModelBuilder:
             decos = _decorator_names(func)
             if type(grand) is cst.ClassDef:
                 cls = grand
-                kind = "staticmethod" if "staticmethod" in decos else "classmethod" if "classmethod" in decos else "method"
+                kind = ("staticmethod" if "staticmethod" in decos
+                        else "classmethod" if "classmethod" in decos else "method")
             elif kind is None:
                 kind = "nested" if self.ix.enclosing(func, (cst.FunctionDef, cst.Lambda)) else "function"
             elif kind == "function" and self.ix.enclosing(func, (cst.FunctionDef,)):
@@ -201,14 +205,15 @@ class ModelBuilder:
                     node = funcs[-1]
             elif values is None:
                 node = self._resolve_function(expr)  # a module-level def
-        elif type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value in ("self", "cls"):
-            if record.class_node is not None:
-                node = _method(record.class_node, expr.attr.value)
-                bound = node is not None and "staticmethod" not in _decorator_names(node)
+        elif (type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value in ("self", "cls")
+              and record.class_node is not None):
+            node = _method(record.class_node, expr.attr.value)
+            bound = node is not None and "staticmethod" not in _decorator_names(node)
         if node is None:
             return None
         if id(node) in seen:
             return seen[id(node)]
+        anchor: cst.CSTNode
         if type(node) is cst.FunctionDef:
             name, anchor = node.name.value, node.name
             is_cg = any(self._is_cg_decorator(d) for d in node.decorators)
@@ -278,15 +283,15 @@ class ModelBuilder:
 def qualname(index: FileIndex, node: cst.CSTNode, name: str) -> str:
     """Python's ``__qualname__`` for ``name`` defined at ``node`` (``Cls.f``, ``f.<locals>.g``)."""
     parts = [name]
-    node = index.parent(node)
-    while node is not None:
-        if type(node) is cst.ClassDef:
-            parts.append(node.name.value)
-        elif type(node) is cst.FunctionDef:
-            parts.extend(["<locals>", node.name.value])
-        elif type(node) is cst.Lambda:
+    around = index.parent(node)
+    while around is not None:
+        if type(around) is cst.ClassDef:
+            parts.append(around.name.value)
+        elif type(around) is cst.FunctionDef:
+            parts.extend(["<locals>", around.name.value])
+        elif type(around) is cst.Lambda:
             parts.extend(["<locals>", "<lambda>"])
-        node = index.parent(node)
+        around = index.parent(around)
     return ".".join(reversed(parts))
 
 

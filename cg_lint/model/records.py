@@ -8,7 +8,7 @@ from typing import Union
 
 import libcst as cst
 
-FuncNode = Union[cst.FunctionDef, cst.Lambda]
+FuncNode = Union[cst.FunctionDef, cst.Lambda]  # noqa: UP007 - a runtime alias: `|` of classes needs 3.10's types.UnionType
 Locate = Callable[[cst.CSTNode], "tuple[int, int]"]
 
 

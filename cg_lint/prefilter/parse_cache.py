@@ -48,7 +48,7 @@ class _Chunk:
                  "block_indent", "newline", "has_trailing_newline", "joined")
 
     def __init__(self, piece: str, module: cst.Module, last: bool) -> None:
-        self.stmt: cst.BaseStatement = module.body[0]
+        self.stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement = module.body[0]
         self.header = tuple(module.header)
         # lines after the statement: they lead the next statement (the sentinel here) or end the file
         self.trailing = () if last else tuple(module.body[1].leading_lines)
@@ -63,9 +63,9 @@ class _Chunk:
         self.has_trailing_newline = module.has_trailing_newline
         # (leading lines moved in, the statement with them): the last assembly's, reused when the
         # same lines (the same objects, from the same cached previous piece) come first again
-        self.joined: tuple[tuple[cst.EmptyLine, ...], cst.BaseStatement] | None = None
+        self.joined: tuple[tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement] | None = None
 
-    def with_leading(self, extra: tuple[cst.EmptyLine, ...]) -> cst.BaseStatement:
+    def with_leading(self, extra: tuple[cst.EmptyLine, ...]) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
         if not extra:
             return self.stmt
         joined = self.joined  # one read: another thread may replace it
@@ -200,7 +200,7 @@ def _assemble(chunks: list[_Chunk], text: str) -> cst.Module | None:
                       default_newline=first.default_newline, has_trailing_newline=last.has_trailing_newline)
 
 
-def _has_block(stmt: cst.BaseStatement) -> bool:
+def _has_block(stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement) -> bool:
     """Whether a top-level statement holds an INDENT token: an indented suite or a ``match``.
 
     A one-line suite (`if x: pass`) holds only simple statements, so the top level's suites decide.

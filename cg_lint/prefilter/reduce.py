@@ -29,6 +29,7 @@ import ast
 import bisect
 import re
 from collections.abc import Callable, Set
+from typing import cast
 
 from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touches
 
@@ -61,7 +62,7 @@ class _Unit:
     __slots__ = ("stmts", "first", "last", "cls", "members", "name", "is_def", "body_line", "state", "stores")
 
     def __init__(self, stmts: list[ast.stmt], first: int, last: int, lines: list[str],
-                 cls: "_Unit | None" = None) -> None:
+                 cls: _Unit | None = None) -> None:
         self.stmts, self.first, self.last, self.cls = stmts, first, last, cls
         one = stmts[0] if len(stmts) == 1 else None
         self.name = one.name if isinstance(one, _DEF) else None
@@ -156,7 +157,8 @@ class _Reduction:
         """Every word of a unit (of a class's header only, for a class split into members)."""
         found = self._words.get(id(unit))
         if found is None:
-            found = self._words[id(unit)] = self.header_words(unit) if unit.members else self.words(unit.first, unit.last)
+            found = self.header_words(unit) if unit.members else self.words(unit.first, unit.last)
+            self._words[id(unit)] = found
         return found
 
     def called(self, first: int, last: int) -> set[str]:
@@ -215,6 +217,23 @@ class _Reduction:
     def keep_called(self, roots: list[_Unit], spellings: set[str], occ: list[int]) -> None:
         """The defs the roots return or pass to a marker call (grads, call-form targets) and what
         those return; then every unit that names a function the roots define (call sites)."""
+        callees = self._keep_returned_defs(roots, spellings, occ)
+        for unit in roots:
+            if unit.cls is not None:
+                if unit.is_def and unit.name is not None:  # a method: called as self.name() in its class only
+                    callees.setdefault(unit.cls, set()).add(unit.name)
+            elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
+                callees.setdefault(None, set()).update(self.per_text(unit, None, _unit_binds))
+        headers = [u for u in self.top if u.members]
+        for scope, names in callees.items():
+            for unit in (self.leaves + headers) if scope is None else [scope, *scope.members]:
+                if unit.state != _FULL and not names.isdisjoint(self.unit_words(unit)):
+                    self.make_full(unit)
+
+    def _keep_returned_defs(self, roots: list[_Unit], spellings: set[str], occ: list[int]
+                            ) -> dict[_Unit | None, set[str]]:
+        """Keep the defs named two levels down from the roots; where calls can reach those named by
+        the roots themselves: the module (None) or a class."""
         text, offsets, frozen = self.text, self.offsets, frozenset(spellings)
 
         def referenced(unit: _Unit) -> set[str]:
@@ -222,9 +241,9 @@ class _Reduction:
 
         defs: dict[str, list[_Unit]] = {}
         for unit in self.leaves:
-            if unit.is_def:
+            if unit.is_def and unit.name is not None:
                 defs.setdefault(unit.name, []).append(unit)
-        callees: dict[_Unit | None, set[str]] = {}  # where calls can reach them: module (None) or a class
+        callees: dict[_Unit | None, set[str]] = {}
         level = roots
         for depth in range(2):
             nxt = []
@@ -239,17 +258,7 @@ class _Reduction:
                             self.make_full(d)
                             nxt.append(d)
             level = nxt
-        for unit in roots:
-            if unit.cls is not None:
-                if unit.is_def:  # a method: called as self.name() inside its class only
-                    callees.setdefault(unit.cls, set()).add(unit.name)
-            elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
-                callees.setdefault(None, set()).update(self.per_text(unit, None, _unit_binds))
-        headers = [u for u in self.top if u.members]
-        for scope, names in callees.items():
-            for unit in (self.leaves + headers) if scope is None else [scope, *scope.members]:
-                if unit.state != _FULL and not names.isdisjoint(self.unit_words(unit)):
-                    self.make_full(unit)
+        return callees
 
     def keep_class_members(self) -> None:
         """Inside kept classes: members that are not defs, in full; methods that define (or are
@@ -380,7 +389,8 @@ def _referenced(unit: _Unit, spellings: set[str], text: str, offsets: Lines, occ
         if isinstance(node, (ast.Return, ast.Lambda)) or (
                 isinstance(node, ast.Call) and _last_name(node.func) in spellings):
             last = node.end_lineno or node.lineno
-            found |= set(_WORD.findall(text, offsets.starts[node.lineno - 1], offsets.starts[min(last, len(offsets.starts) - 1)]))
+            end = offsets.starts[min(last, len(offsets.starts) - 1)]
+            found |= set(_WORD.findall(text, offsets.starts[node.lineno - 1], end))
             if not isinstance(node, ast.Call):
                 continue
         for child in ast.iter_child_nodes(node):
@@ -399,7 +409,7 @@ def _store_lines(unit: _Unit, lines: list[str], module_names: Set[str]) -> list[
     imports) a name a kept statement mentions that is also a module-level name; moving the statement
     out of its block or nested def could change what that name resolves to. (For any other name,
     the callee names the model reads from these statements are the same local or unbound.)"""
-    func = unit.stmts[0]
+    func = cast("ast.FunctionDef | ast.AsyncFunctionDef", unit.stmts[0])  # a def: _Unit.is_def
     kept: list[ast.stmt] = []
     moved: set[int] = set()  # kept statements of nested defs: they leave their scope
     simple: list[tuple[int, int]] = []  # simple statements' lines (compound ones may enclose a store)

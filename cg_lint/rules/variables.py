@@ -7,6 +7,7 @@ Which variables a forward or grad reads is decided once, in ``cg_lint.analyses.v
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import libcst as cst
 
@@ -976,9 +977,10 @@ class Affine(tf.Module):
                     if len({module.code_for_node(e) for e in entries}) == 1:
                         continue
                     line, column = _line(ctx, site.anchor)
+                    listed = describe(cast(cst.List, var_grads))
                     yield self.finding(ctx, line, column, (
                         f"grad of '{record.name}' lists {len(entries)} variable gradients by position "
-                        f"({describe(var_grads)}): TF passes 'variables' in an arbitrary order eagerly and sorted "
+                        f"({listed}): TF passes 'variables' in an arbitrary order eagerly and sorted "
                         f"by name under tf.function, so gradients silently go to the wrong variables; match each "
                         f"v in variables by identity (v is w, or a dict keyed by v.ref())"), record.qualname)
 

@@ -6,7 +6,9 @@ them. Every binding we do not model is an ``Unknown`` marker, never a guess.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 import libcst as cst
 
@@ -32,7 +34,7 @@ class Env:
 
     params: set[str] = field(default_factory=set)
     bindings: dict[str, list] = field(default_factory=dict)
-    parent: "Env | None" = None
+    parent: Env | None = None
 
     def bind(self, name: str, value) -> None:
         self.bindings.setdefault(name, []).append(value)
@@ -82,37 +84,42 @@ def build_env(func: cst.FunctionDef | cst.Lambda | cst.Module, params: set[str],
     if type(func) is cst.Lambda:
         return env
     binders = _BINDERS
-    for node in memo.own_nodes(func if type(func) is cst.Module else func.body):
-        if type(node) not in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
-            continue
-        if type(node) is cst.Assign:
-            for target in node.targets:
-                _bind_target(env, target.target, node.value)
-        elif type(node) is cst.AnnAssign and node.value is not None:
-            _bind_target(env, node.target, node.value)
-        elif type(node) is cst.AugAssign and type(node.target) is cst.Name:
-            env.bind(node.target.value, cst.BinaryOperation(node.target, _aug_to_binop(node.operator), node.value))
-        elif type(node) is cst.NamedExpr:
-            _bind_target(env, node.target, node.value)
-        elif type(node) in (cst.For,):
-            _bind_target(env, node.target, LOOP)
-        elif type(node) is cst.WithItem and node.asname is not None:
-            _bind_target(env, node.asname.name, OTHER)
-        elif type(node) is cst.ExceptHandler and node.name is not None:
-            _bind_target(env, node.name.name, OTHER)
-        elif type(node) in (cst.FunctionDef, cst.ClassDef):
-            env.bind(node.name.value, node)
-        elif type(node) in (cst.Import, cst.ImportFrom) and type(node.names) is not cst.ImportStar:
-            for alias in node.names:
-                if alias.asname is not None:
-                    _bind_target(env, alias.asname.name, IMPORTED)
-                else:
-                    env.bind((cst.helpers.get_full_name_for_node(alias.name) or "").split(".")[0], IMPORTED)
+    body = func if type(func) is cst.Module else cast("cst.FunctionDef", func).body
+    for node in memo.own_nodes(body):
+        if type(node) in binders:  # most nodes bind nothing (a new branch below needs its class in _BINDERS)
+            _bind_node(env, node)
     return env
 
 
+def _bind_node(env: Env, node: cst.CSTNode) -> None:
+    """What one binding statement or clause binds, into ``env``."""
+    if type(node) is cst.Assign:
+        for target in node.targets:
+            _bind_target(env, target.target, node.value)
+    elif type(node) is cst.AnnAssign and node.value is not None:
+        _bind_target(env, node.target, node.value)
+    elif type(node) is cst.AugAssign and type(node.target) is cst.Name:
+        env.bind(node.target.value, cst.BinaryOperation(node.target, _aug_to_binop(node.operator), node.value))
+    elif type(node) is cst.NamedExpr:
+        _bind_target(env, node.target, node.value)
+    elif type(node) in (cst.For,):
+        _bind_target(env, node.target, LOOP)
+    elif type(node) is cst.WithItem and node.asname is not None:
+        _bind_target(env, node.asname.name, OTHER)
+    elif type(node) is cst.ExceptHandler and node.name is not None:
+        _bind_target(env, node.name.name, OTHER)
+    elif type(node) in (cst.FunctionDef, cst.ClassDef):
+        env.bind(node.name.value, node)
+    elif type(node) in (cst.Import, cst.ImportFrom) and type(node.names) is not cst.ImportStar:
+        for alias in node.names:
+            if alias.asname is not None:
+                _bind_target(env, alias.asname.name, IMPORTED)
+            else:
+                env.bind((cst.helpers.get_full_name_for_node(alias.name) or "").split(".")[0], IMPORTED)
+
+
 def _aug_to_binop(op: cst.BaseAugOp) -> cst.BaseBinaryOp:
-    mapping = {
+    mapping: dict[type, Callable[[], cst.BaseBinaryOp]] = {
         cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
         cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide,
         cst.ModuloAssign: cst.Modulo, cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply,

@@ -6,6 +6,8 @@ builder, the analyses and the rules.
 
 from __future__ import annotations
 
+from typing import cast
+
 import libcst as cst
 
 from cg_lint.prefilter.prepared import Prepared
@@ -91,7 +93,8 @@ class FileIndex:
             return
         for alias in node.names:
             name = cst.helpers.get_full_name_for_node(alias.name) or ""
-            bound = alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name else name
+            renamed = alias.asname is not None and type(alias.asname.name) is cst.Name
+            bound = alias.asname.name.value if renamed else name
             table[bound] = f"{base}.{name}" if base else name
 
     # -- names -----------------------------------------------------------------------------
@@ -189,8 +192,9 @@ class FileIndex:
         env = self.envs.get(id(func))
         if env is None:
             outer = self.enclosing(func, (cst.FunctionDef, cst.Lambda))
-            params = {p.name.value for p in _all_params(func)}
-            env = build_env(func, params, self.env_for(outer), self.walk)
+            function = cast("cst.FunctionDef | cst.Lambda", func)  # what owners are
+            params = {p.name.value for p in _all_params(function)}
+            env = build_env(function, params, self.env_for(outer), self.walk)
             self.envs[id(func)] = env
         return env
 
@@ -201,7 +205,7 @@ class FileIndex:
         return list(values or [])
 
     # -- tree ------------------------------------------------------------------------------
-    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+    def parent(self, node: cst.CSTNode | None) -> cst.CSTNode | None:
         return self.parents.get(id(node))
 
     def enclosing(self, node: cst.CSTNode, kinds: tuple[type, ...]) -> cst.CSTNode | None:

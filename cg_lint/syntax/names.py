@@ -31,7 +31,8 @@ CUSTOM_GRADIENT_NAMES = CUSTOM_GRADIENT_NAMES - {"tensorflow.python.ops.custom_g
 # rule reads them, but runtime-check exercises their callers (the contract is TF's own).
 CUSTOM_GRADIENT_BUILDERS: frozenset[str] = frozenset(
     f"{module}.{helper}"
-    for module in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2", "tensorflow.python.ops.custom_gradient")
+    for module in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2",
+                   "tensorflow.python.ops.custom_gradient")
     for helper in ("recompute_grad", "grad_pass_through")
 )
 BUILDER_MARKERS = ("grad_pass_through", "recompute_grad")

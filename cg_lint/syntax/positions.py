@@ -23,7 +23,7 @@ Range = tuple[int, int, int, int]  # start line (1-based), start column (0-based
 class _Record:
     __slots__ = ("state", "node", "start_node", "end_node", "line", "column")
 
-    def __init__(self, state: "_PositionState", node: cst.CSTNode, start_node: Any, end_node: Any) -> None:
+    def __init__(self, state: _PositionState, node: cst.CSTNode, start_node: Any, end_node: Any) -> None:
         self.state, self.node, self.start_node, self.end_node = state, node, start_node, end_node
         self.line, self.column = state.line, state.column
 
@@ -70,8 +70,8 @@ class _PositionState(CodegenState):
         if id(node) not in self.ranges:
             self.ranges[id(node)] = (*start, self.line, self.column)
 
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Any = None,
-                                  end_node: Any = None) -> _Record:  # type: ignore[override]
+    def record_syntactic_position(  # type: ignore[override]  # libcst's is a generator context manager
+            self, node: cst.CSTNode, *, start_node: Any = None, end_node: Any = None) -> _Record:
         return _Record(self, node, start_node, end_node)
 
 
@@ -158,7 +158,8 @@ class LazyRanges:
         if type(cls) is not cst.ClassDef or type(block) is not cst.IndentedBlock:
             return False
         # members the reduction blanked are not in the tree: keep the lines that still hold code
-        lines = [n for n in self.members.get(self.starts[i], ()) if 0 < n <= len(self.lines) and self.lines[n - 1].strip()]
+        lines = [n for n in self.members.get(self.starts[i], ())
+                 if 0 < n <= len(self.lines) and self.lines[n - 1].strip()]
         if len(lines) != len(block.body):
             return False
         j = next((k for k, m in enumerate(block.body) if m is member), None)

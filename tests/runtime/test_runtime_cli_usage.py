@@ -22,7 +22,7 @@ def test_missing_path(tmp_path: Path, cli):
 
 def test_unknown_module_name(tmp_path: Path, cli):
     line = _one_line_error(cli("surely_not_a_module_xyz", cwd=tmp_path))
-    assert "surely_not_a_module_xyz: error: no such file, folder or module" == line
+    assert line == "surely_not_a_module_xyz: error: no such file, folder or module"
 
 
 def test_unknown_format(tmp_path: Path, cli):
