@@ -129,10 +129,7 @@ def main() -> int:
         totals[package] += 1
         top = qualname.split(".<locals>")[0]
         mine = [e for e in entries if os.path.abspath(e.path) == path and _holds(e, qualname, top)]
-        if how == "tf":
-            done = f"{path}:{qualname}" in called_ok
-        else:
-            done = any(e.used and e.called for e in mine)
+        done = f"{path}:{qualname}" in called_ok if how == "tf" else any(e.used and e.called for e in mine)
         if done:
             exercised[package] += 1
             rows.append((package, qualname, "exercised"))

@@ -125,7 +125,7 @@ def _stored(cache: ResultCache | None, keys: dict[str, str], result: FileResult)
     return result
 
 
-def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,
+def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,  # noqa: C901 (a table of cases)
                force_exclude: bool = False, cache: ResultCache | None = None) -> Iterator[FileResult]:
     """``cache``: results of unchanged files are taken from it and new ones put in it."""
     cores = os.cpu_count() or 1

@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 import inspect
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
-from collections.abc import Callable
 from typing import Any
+from collections.abc import Callable
 
 from cg_lint.api import Definition, find_custom_gradients
 from cg_lint.config import ConfigError, Settings, load_settings
@@ -46,7 +45,8 @@ def project_settings() -> Settings:
 @functools.lru_cache(maxsize=256)
 def _definitions_in_file(path: str) -> dict[str, Definition]:
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
     except (OSError, UnicodeDecodeError):
         return {}
     return {d.qualname: d for d in static_definitions(source, path)}
@@ -130,7 +130,7 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
 
 
 def make_instance(cls: type, init: dict[str, Any]) -> Any:
-    arguments = filled_arguments(cls.__init__, init, skip_first=True)
+    arguments = filled_arguments(cls.__init__, init, skip_first=True)  # type: ignore[misc]
     try:
         return cls(**arguments)
     except Exception as exc:
@@ -310,7 +310,8 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
         parts = top.split(".")
         try:
             owner = _resolve(module, ".".join(parts[:-1])) if len(parts) > 1 else module
-            member = inspect.getattr_static(owner, parts[-1]) if isinstance(owner, type) else getattr(owner, parts[-1])
+            member = (inspect.getattr_static(owner, parts[-1]) if isinstance(owner, type)
+                      else getattr(owner, parts[-1]))
         except AttributeError:
             unusable(top, loc, f"'{top}' is not reachable as a module attribute", d)
             return
@@ -323,7 +324,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 add(top, loc, lambda: bound, names or (["x"] if varargs else []), d)
             elif _is_keras_layer(cls):
                 layer_name = ".".join(parts[:-1])
-                names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]  # a Keras layer
+                names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]
                 add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
                 entries[layer_name].kind = "layer"
             else:
@@ -335,10 +336,10 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
         if isinstance(member, type):
             init = inits.get(top, {})
             if _is_keras_layer(member):
-                names, _ = _required_positional(member.call)  # type: ignore[attr-defined]  # a Keras layer
+                names, _ = _required_positional(member.call)  # type: ignore[attr-defined]
                 add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
                 entries[top].kind = "layer"
-            elif callable(getattr(member, "__call__", None)):
+            elif callable(getattr(member, "__call__", None)):  # noqa: B004 (an instance's own __call__)
                 names, _ = _required_positional(member.__call__)
                 add(top, loc, lambda: make_instance(member, init), names[1:], d)
             return

@@ -46,6 +46,7 @@ class EntryResult:
     status: str = "pending"  # checked | no-inputs | timeout | crash | memory | error
     used: list[str] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
+    called: list[str] = field(default_factory=list)  # "path:qualname" of each custom gradient reached
 
 
 @dataclass

@@ -94,7 +94,8 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
         init = spec.get("init", {})
         _table(init, f"{where}: {key}.init")
         ignore = spec.get("ignore", [])
-        if not isinstance(ignore, list) or not all(isinstance(c, str) and re.fullmatch(r"CG\d{0,3}", c) for c in ignore):
+        if not isinstance(ignore, list) or not all(
+                isinstance(c, str) and re.fullmatch(r"CG\d{0,3}", c) for c in ignore):
             raise SpecError(f'{where}: {key}.ignore must be a list of codes or prefixes (e.g. ["CG104"])')
         config.functions[name] = {"cases": cases, "init": dict(init), "ignore": list(ignore)}
     return config

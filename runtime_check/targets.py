@@ -83,7 +83,7 @@ def special_file(path: Path) -> str | None:
     return "not a regular file"
 
 
-def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None,
+def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None,  # noqa: C901 (a table of cases)
            on_skip: Callable[[str], None] | None = None) -> list[Unit]:
     """Units for ``targets``; folders are walked as cg-lint walks them (the project's excludes).
     Special files (FIFOs, sockets, devices) are skipped with one line each (reading a FIFO blocks)."""

@@ -359,7 +359,6 @@ def _exit(status: int) -> None:
 def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, dict[str, Any]], options: Any,
                 plot_dir: str | None) -> dict[str, Any]:
     from .discover import CannotCall
-    from . import exercise
     from .exercise import Exerciser
     from .inputs.plan import input_sets
     from .issues import RECORDER

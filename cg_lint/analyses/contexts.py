@@ -148,7 +148,7 @@ def _guarded(index: FileIndex, node: cst.CSTNode) -> bool:
             grand = index.parent(parent)
             if type(grand) is cst.If and _is_eager_test(index, grand.test) == -1:
                 return True
-        if type(parent) in (cst.FunctionDef, cst.Lambda) and asserts_eager(index, parent):
+        if type(parent) in (cst.FunctionDef, cst.Lambda) and asserts_eager(index, parent):  # type: ignore[arg-type]
             return True
         child, parent = parent, index.parent(parent)
     return False
@@ -226,7 +226,7 @@ def _call_context(index: FileIndex, call: cst.CSTNode) -> tuple[bool, bool]:
     in_flow = False
     parent = index.parent(call)
     while parent is not None:
-        if type(parent) in (cst.Lambda, cst.FunctionDef) and _is_control_flow_branch(index, parent):
+        if type(parent) in (cst.Lambda, cst.FunctionDef) and _is_control_flow_branch(index, parent):  # type: ignore[arg-type]
             in_flow = True
         if type(parent) is cst.FunctionDef and is_tf_function(parent, index):
             return True, in_flow

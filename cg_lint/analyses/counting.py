@@ -19,7 +19,7 @@ class Expected:
     low: int
     high: int | None  # None: no upper bound (*args or sequence inputs)
     exact: frozenset[int] = frozenset()
-    first_call: "CallSite | None" = None  # for messages; its position is computed only when reported
+    first_call: CallSite | None = None  # for messages; its position is computed only when reported
     calls: tuple[tuple[CallSite, int], ...] = ()  # each counted call and the inputs it passes
 
     @property
@@ -48,15 +48,18 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
         caller = _enclosing_func(index, site.node)
         env = index.env_for(caller) if caller is not None else Env()
         counter = Counter(env, index.qualnames)
-        counts: list[int | None] = []
+        total: int | None = 0
         for i, arg in enumerate(site.positional):
             if type(arg.value) in (cst.List, cst.Tuple):
-                counts.append(counter.count(arg.value))
+                c = counter.count(arg.value)
             elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
                 c = sizes.get(sig.positional[i].name)  # `a, b = xs`: two inputs; else unknown
             else:
-                counts.append(1)
-        total = None if None in counts else sum(c for c in counts if c is not None)
+                c = 1
+            if c is None:
+                total = None
+                break
+            total += c  # type: ignore[operator]
         if total is None:
             exact = set()
             break

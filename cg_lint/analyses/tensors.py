@@ -12,8 +12,7 @@ Unknown means "not a tensor": the rules built on this stay quiet when in doubt.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Set as AbstractSet
-from typing import cast
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -155,7 +154,7 @@ def body_nodes(func: FuncNode, index: FileIndex) -> list[cst.CSTNode]:
         kind = type(node)  # exact types: libcst nodes are ABCs and isinstance is slow on them
         if (kind is cst.If or kind is cst.IfExp) and _eager_only_test(node.test, index):
             continue
-        if kind is cst.Try and _guarded_try(cast(cst.Try, node)):
+        if kind is cst.Try and _guarded_try(node):  # type: ignore[arg-type]
             continue
         out.append(node)
         if kind in scopes:
@@ -234,7 +233,7 @@ def _positional(call: cst.Call, i: int) -> cst.BaseExpression | None:
     return args[i].value if i < len(args) else None
 
 
-def _tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: "Tensors") -> set[str]:
+def _tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: Tensors) -> set[str]:
     """The helper's parameters that this call passes a tensor for (positionally or by keyword)."""
     params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
     found = set()
@@ -265,7 +264,7 @@ class Tensors:
     tensors; helpers are followed one call deep.
     """
 
-    def __init__(self, index: FileIndex, record: CustomGradient, exclude: set[str] = frozenset(), *,
+    def __init__(self, index: FileIndex, record: CustomGradient, exclude: set[str] = frozenset(), *,  # type: ignore[assignment]
                  roots: dict[int, set[str]] | None = None, depth: int = 0) -> None:
         self.ix = index
         self.record = record
@@ -338,7 +337,7 @@ class Tensors:
             return True
         self._single_active.add(key)
         try:
-            return self.is_single_tensor(cast(cst.BaseExpression, value))  # what names are bound to
+            return self.is_single_tensor(value)  # type: ignore[arg-type]
         finally:
             self._single_active.discard(key)
 
@@ -443,7 +442,7 @@ class Tensors:
             return set()
         found = set()
         for i, name in enumerate(params):
-            if all(_positional(c, i) is not None and self.is_tensor(_positional(c, i)) for c in calls):
+            if all(_positional(c, i) is not None and self.is_tensor(_positional(c, i)) for c in calls):  # type: ignore[arg-type]
                 found.add(name)
         return found
 

@@ -131,9 +131,9 @@ class VariableFinder:
                 if kind in reads and self._is_load(node):
                     yield node, node.value, cast(str, kind)  # one of reads
             elif kind_of is cst.Attribute:
-                if self._self_attr_kind(cast(cst.Attribute, node), func) == "variable" and self._is_load(node):
-                    yield node, _text(node), "attribute"
-                elif self._object_attr_kind(node, func) == "variable" and self._is_load(node):
+                is_variable = (self._self_attr_kind(cast(cst.Attribute, node), func) == "variable"
+                               or self._object_attr_kind(node, func) == "variable")  # type: ignore[arg-type]
+                if is_variable and self._is_load(node):
                     yield node, _text(node), "attribute"
             elif kind_of is cst.Call:
                 callee = node.func
@@ -440,7 +440,7 @@ def _run_times(index: FileIndex, record: CustomGradient) -> tuple[list[FuncNode]
                     and owner.name.value not in forward_names:
                 grad_time[id(owner)] = named_in[owner.name.value][0]
                 break
-            owner = index.enclosing(owner, (cst.FunctionDef, cst.Lambda))
+            owner = index.enclosing(owner, (cst.FunctionDef, cst.Lambda))  # type: ignore[assignment]
         if owner is not None and id(owner) in grad_time:
             grad_time[id(body.func)] = grad_time[id(owner)]
             grads[grad_time[id(owner)]].append(body.func)
@@ -496,7 +496,7 @@ def _closed(index: FileIndex, funcs: list[FuncNode]) -> bool:
                 continue
             env = index.env_for(index.owner(node))
             while env is not None and node.value not in env.bindings and node.value not in env.params:
-                env = env.parent
+                env = env.parent  # type: ignore[assignment]
             if env is None:
                 if node.value in _BUILTINS:
                     continue

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import libcst as cst
 
 from cg_lint.model.records import (
@@ -61,11 +59,10 @@ class ModelBuilder:
             if kind is cst.FunctionDef:
                 order[id(node)] = i
                 if any(self._is_cg_decorator(d) for d in node.decorators):
-                    self._add(cast(cst.FunctionDef, node), [node])
+                    self._add(node, [node])  # type: ignore[arg-type]
             elif kind is cst.Call:
-                call = cast(cst.Call, node)
-                calls.append(call)
-                self._maybe_call_form(call)
+                calls.append(node)  # type: ignore[arg-type]
+                self._maybe_call_form(node)  # type: ignore[arg-type]
             elif kind is cst.Lambda:
                 order[id(node)] = i
         records = sorted(self.by_node.values(), key=lambda r: order.get(id(r.node), 0))
@@ -213,12 +210,11 @@ class ModelBuilder:
             return None
         if id(node) in seen:
             return seen[id(node)]
-        anchor: cst.CSTNode
         if type(node) is cst.FunctionDef:
             name, anchor = node.name.value, node.name
             is_cg = any(self._is_cg_decorator(d) for d in node.decorators)
         else:
-            name, anchor, is_cg = "<lambda>", node, False
+            name, anchor, is_cg = "<lambda>", node, False  # type: ignore[assignment]
         grad = GradFn(anchor=anchor, locate=self.locate, node=node, name=name,
                       signature=_signature(node, bound), returns=self._returns(node),
                       bound_method=bound, is_custom_gradient=is_cg)
@@ -283,15 +279,15 @@ class ModelBuilder:
 def qualname(index: FileIndex, node: cst.CSTNode, name: str) -> str:
     """Python's ``__qualname__`` for ``name`` defined at ``node`` (``Cls.f``, ``f.<locals>.g``)."""
     parts = [name]
-    around = index.parent(node)
-    while around is not None:
-        if type(around) is cst.ClassDef:
-            parts.append(around.name.value)
-        elif type(around) is cst.FunctionDef:
-            parts.extend(["<locals>", around.name.value])
-        elif type(around) is cst.Lambda:
+    node = index.parent(node)  # type: ignore[assignment]
+    while node is not None:
+        if type(node) is cst.ClassDef:
+            parts.append(node.name.value)
+        elif type(node) is cst.FunctionDef:
+            parts.extend(["<locals>", node.name.value])
+        elif type(node) is cst.Lambda:
             parts.extend(["<locals>", "<lambda>"])
-        around = index.parent(around)
+        node = index.parent(node)  # type: ignore[assignment]
     return ".".join(reversed(parts))
 
 
@@ -316,7 +312,7 @@ def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
 _SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})
 
 
-def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:
+def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:  # noqa: C901 (a table of cases)
     """Inputs ``node`` uses as sequences, with the length an unpacking gives them (else None)."""
     if type(node) not in _SEQUENCE_NODES:  # most nodes (a new branch below needs its class in _SEQUENCE_NODES)
         return {}
@@ -346,7 +342,6 @@ def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:
         for arg in node.args:
             if arg.star == "*" and (n := name_of(arg.value)):
                 found[n] = None
-    elif type(node) is cst.StarredElement:
-        if (n := name_of(node.value)):
-            found[n] = None
+    elif type(node) is cst.StarredElement and (n := name_of(node.value)):
+        found[n] = None
     return found

@@ -77,9 +77,9 @@ def _too_deep(stmt: ast.stmt, text: str, lines: Lines) -> str:
                 continue
             if isinstance(node, ast.BoolOp):
                 depth += len(node.values)
-            elif isinstance(node, (ast.Constant, ast.JoinedStr)):
-                if _string_parts(node, text, lines) + depth > MAX_DEPTH:
-                    return _DEEP
+            elif (isinstance(node, (ast.Constant, ast.JoinedStr))
+                  and _string_parts(node, text, lines) + depth > MAX_DEPTH):
+                return _DEEP
         for child in ast.iter_child_nodes(node):
             stack.append((child, depth + 1))
     return ""

@@ -335,7 +335,7 @@ def scaled(x):
                         f"'{param.name}'; give it a default or bind it in a closure"), record.qualname)
             counter = Counter(ctx.index.env_for(record.node), ctx.index.qualnames, record.structured_params)
             for fr in record.returns:
-                grad = fr.grad
+                grad = fr.grad  # type: ignore[assignment]
                 if grad is None or fr.outputs is None:
                     continue
                 n = counter.count(fr.outputs)
@@ -632,7 +632,8 @@ def thrice(x):
                     if not counts or any(expected.accepts(n) for n in counts):
                         continue
                     got = min(counts)
-                    where = " in its branch for calls without variables (input gradients only)," if branch == ABSENT else ""
+                    where = (" in its branch for calls without variables (input gradients only),"
+                             if branch == ABSENT else "")
                     yield self.finding(
                         ctx, site.line, site.column,
                         f"grad of '{record.name}' returns {plural(got, 'gradient')}{where} but "

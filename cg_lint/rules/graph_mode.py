@@ -8,7 +8,6 @@ tensors. All of these work eagerly and fail when traced.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import cast
 
 import libcst as cst
 
@@ -29,7 +28,7 @@ def _python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[t
     key = ("python-values", id(record))
     if key not in ctx.cache:
         ctx.cache[key] = python_value_uses(ctx.index, record)
-    return cast("dict[str, list[tuple[cst.CSTNode, str]]]", ctx.cache[key])
+    return ctx.cache[key]  # type: ignore[return-value]
 
 
 def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
@@ -37,7 +36,7 @@ def _tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
     key = ("tensors", id(record))
     if key not in ctx.cache:
         ctx.cache[key] = Tensors(ctx.index, record, exclude=set(_python_values(ctx, record)))
-    return cast(Tensors, ctx.cache[key])
+    return ctx.cache[key]  # type: ignore[return-value]
 
 
 def graph_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[FuncNode, str]]:
@@ -1159,9 +1158,9 @@ class _RankEvidence:
                 return all(isinstance(v, cst.BaseExpression) and self._ranked(v, depth + 1) for v in values)
             if values == [] and expr.value in self.ranked_inputs:
                 # a parameter: ours only if it is the forward's input (not grad's upstream of the same name)
-                scope: Env | None = env
+                scope = env
                 while scope is not None and expr.value not in scope.params:
-                    scope = scope.parent
+                    scope = scope.parent  # type: ignore[assignment]
                 return scope is self.forward_env
             return False
         if type(expr) is cst.BinaryOperation:

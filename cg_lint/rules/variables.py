@@ -56,7 +56,7 @@ def _mutated(ctx: LintContext, name: cst.Name) -> bool:
     owner = ctx.index.enclosing(name, (cst.FunctionDef, cst.Lambda))
     if owner is None:
         return True
-    for node in ctx.index.walk.function_nodes(owner):
+    for node in ctx.index.walk.function_nodes(owner):  # type: ignore[arg-type]
         kind = type(node)
         if kind is cst.Attribute and type(node.value) is cst.Name and node.value.value == name.value:
             return True

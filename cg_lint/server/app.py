@@ -2,10 +2,11 @@
 
 One warm process per editor session, so libcst is imported once and the engine's caches
 (``engine.Caches``: the parse per top-level statement, the reduction's facts, the walks) keep every
-unchanged top-level statement between edits. Documents are linted on one worker thread (those
-caches are shared), off the event loop that reads the client's messages. Changes are debounced by coalescing: the first change after a pause is linted
-at once, and the changes that arrive while a lint runs become one lint of the newest text. A
-result is published only if the document did not change meanwhile (its positions would be stale).
+unchanged top-level statement between edits. Documents are linted on one worker thread (those caches
+are shared), off the event loop that reads the client's messages. Changes are debounced by
+coalescing: the first change after a pause is linted at once, and the changes that arrive while a
+lint runs become one lint of the newest text. A result is published only if the document did not
+change meanwhile (its positions would be stale).
 
 Whatever goes wrong while linting one document is logged to the client (``window/logMessage``)
 and that document gets no diagnostics; the server goes on serving the others.
@@ -302,7 +303,7 @@ class CgLintServer(LanguageServer):
         return actions
 
 
-def create_server() -> CgLintServer:
+def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
     server = CgLintServer()
 
     @server.feature(types.INITIALIZE)

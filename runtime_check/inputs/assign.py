@@ -122,7 +122,7 @@ def python_slot(kind: str, why: str = "") -> Slot:
     return Slot("python", value=value)
 
 
-def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str = "float32") -> Candidate:
+def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str = "float32") -> Candidate:  # noqa: C901 (a table of cases)
     """One candidate: facts decide ranks and shared sizes; parameters without facts get ``unknown_shape``."""
     ranks: dict[str, int] = {}
     for name in facts.names:

@@ -86,7 +86,7 @@ def _raise_rank(candidate: Candidate, indices: Sequence[int], rank: int | None =
     return out
 
 
-def repairs(text: str, candidate: Candidate) -> tuple[list[Candidate], str]:
+def repairs(text: str, candidate: Candidate) -> tuple[list[Candidate], str]:  # noqa: C901 (a table of cases)
     """(adjusted candidates to try next, a short reason without TF's wording)."""
     out: list[Candidate] = []
     reason = "an error unrelated to shapes"

@@ -48,7 +48,7 @@ class Discovery:
     broadcast: bool = False  # only inputs that broadcast a parameter were found
 
 
-def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], facts: Facts,
+def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], facts: Facts,  # noqa: C901 (a table of cases)
            sites: list[list[ArgSpec | None]], budget: int = BUDGET, want: int = WANT,
            fatal: tuple[type[BaseException], ...] = ()) -> Discovery:
     """``fatal`` exceptions (the entry cannot be called at all) end the search and propagate."""
