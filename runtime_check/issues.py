@@ -125,9 +125,10 @@ def _code_location(value: Any) -> tuple[str, int, str] | None:
     if code is not None:
         name = getattr(value, "__qualname__", None) or code.co_name
         return (code.co_filename, code.co_firstlineno, str(name))
-    if callable(value) and not isinstance(value, type):  # an object with __call__, e.g. a layer
+    if callable(value):  # a builtin (its own name) or an object with __call__ (its class)
         kind = type(value)
-        return (getattr(kind, "__module__", "?"), 0, kind.__qualname__)
+        module = getattr(value, "__module__", None) or getattr(kind, "__module__", "?")
+        return (str(module), 0, str(getattr(value, "__qualname__", None) or kind.__qualname__))
     return None
 
 
