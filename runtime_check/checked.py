@@ -26,7 +26,14 @@ from tensorflow.python.util import tf_decorator, tf_inspect
 from cg_lint.codes import CG001, CG002, CG003, CG004, CG005, CG006, CG008, CG101, CG102, CG103, CG104, CG105
 
 from .classify import classify, is_graph_only
-from .issues import RECORDER, CustomGradientCheckError, DefInfo, check_error, definition_info
+from .issues import (
+    RECORDER,
+    CustomGradientCheckError,
+    DefInfo,
+    check_error,
+    definition_identity,
+    definition_info,
+)
 
 ORIGINAL_CUSTOM_GRADIENT = getattr(
     _tf_custom_gradient_module.custom_gradient, "_cg_original", _tf_custom_gradient_module.custom_gradient
@@ -38,8 +45,11 @@ _INDEPENDENT: set[tuple[str, str]] = set()
 # every function decorated since install(): qualname -> (DefInfo, decorated object)
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
 
-# set by the pytest plugin: called after each successful eager call as hook(wrapped, args, info)
-SHADOW_HOOK: Callable[[Callable[..., Any], tuple[Any, ...], DefInfo, list[str]], None] | None = None
+# set by the pytest plugin: called after each successful eager call as
+# hook(re-run, args, definition, input names, definition identity): see issues.definition_identity
+SHADOW_HOOK: Callable[
+    [Callable[..., Any], tuple[Any, ...], DefInfo, list[str], tuple[Any, ...]], None
+] | None = None
 
 
 def current_mode() -> str:
@@ -488,7 +498,7 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
     if hook is not None and mode == "eager" and RECORDER.state.shadow_depth == 0:
         # AutoGraph must not convert the re-run (it would turn the user's `if` into tf.cond).
         again = tf.autograph.experimental.do_not_convert(lambda *a: _checked_call(info, wrapped, a, {}))
-        hook(again, args, info, _input_names(wrapped, args))
+        hook(again, args, info, _input_names(wrapped, args), definition_identity(wrapped))
     return result
 
 

@@ -6,6 +6,7 @@ Kept free of TensorFlow so the parent process and the pytest plugin can import i
 from __future__ import annotations
 
 import contextlib
+import functools
 import linecache
 import re
 import threading
@@ -88,6 +89,48 @@ def definition_info(func: Callable[..., Any]) -> DefInfo:
                 break
         break
     return DefInfo(qualname, module, path, line, column)
+
+
+def definition_identity(func: Callable[..., Any]) -> tuple[tuple[str, int, str], ...]:
+    """What a custom-gradient function computes, as code locations: its own and its closure's.
+
+    One wrapper can serve many functions (TensorFlow Probability's internal ``custom_gradient``
+    helper, a user's decorator factory): every instance shares the wrapper's code and differs only
+    in the callables it closes over, so those are part of the identity. Plain values in the closure
+    (a hyper-parameter of a factory) are not: they do not make another definition.
+    """
+    raw = getattr(func, "__func__", func)
+    parts = [_code_location(raw) or ("?", 0, repr(type(raw)))]
+    for cell in getattr(raw, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell: a name assigned later in the enclosing scope
+            continue
+        location = _code_location(value)
+        if location is not None:
+            parts.append(location)
+    return tuple(parts)
+
+
+def _code_location(value: Any) -> tuple[str, int, str] | None:
+    for _ in range(8):  # unwrap partials, bound methods and decorators (bounded: cycles exist)
+        if isinstance(value, functools.partial):
+            value = value.func
+        elif hasattr(value, "__func__"):
+            value = value.__func__
+        elif getattr(value, "__code__", None) is None and hasattr(value, "__wrapped__"):
+            value = value.__wrapped__
+        else:
+            break
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        name = getattr(value, "__qualname__", None) or code.co_name
+        return (code.co_filename, code.co_firstlineno, str(name))
+    if callable(value):  # a builtin (its own name) or an object with __call__ (its class)
+        kind = type(value)
+        module = getattr(value, "__module__", None) or getattr(kind, "__module__", "?")
+        return (str(module), 0, str(getattr(value, "__qualname__", None) or kind.__qualname__))
+    return None
 
 
 @dataclass

@@ -5,8 +5,9 @@ value); ``--cg-runtime-check-mode=warn`` (or the ini key ``cg_runtime_check_mode
 reports, ``fail`` (the default) fails the run on findings. The ini key ``cg_runtime_check = true``
 turns it on without the flag. The checked decorator is installed at ``pytest_configure``, before
 test modules are imported, so functions decorated at import (or later, at call time) are wrapped.
-Each eager call is also re-run once per input signature, eagerly and traced with ``tf.function``,
-and the gradients compared.
+Each eager call is also re-run once per (definition, input signature), eagerly and traced with
+``tf.function``, and the gradients compared; functions made by one shared wrapper are distinct
+definitions (see ``issues.definition_identity``).
 
 Under pytest-xdist each worker checks the calls its tests make and hands its findings to the
 controller in ``workeroutput``; the controller merges them, prints the summary and fails the run.
@@ -120,12 +121,15 @@ def pytest_configure(config: Any) -> None:
     checked.install()
     options = Options()
 
-    def hook(decorated: Any, args: tuple[Any, ...], info: Any, names: list[str]) -> None:
+    def hook(
+        decorated: Any, args: tuple[Any, ...], info: Any, names: list[str], identity: Any
+    ) -> None:
         signature = tuple(
             (str(getattr(a, "dtype", type(a).__name__)), tuple(getattr(a, "shape", ())))
             for a in args
         )
-        key = (info.key, signature)
+        # per wrapped definition, not per wrapper: functions sharing one wrapper differ here
+        key = (identity, signature)
         if key in state.seen:
             return
         state.seen.add(key)

@@ -189,3 +189,77 @@ def test_xdist_clean_suite_passes(suite_copy: Path, make_env):
     assert "1 custom gradient(s) checked through real calls; no findings" in _section(
         completed.stdout
     )
+
+
+SHARED_WRAPPER_OPS = textwrap.dedent('''
+    """Two functions made by one decorator factory: they share the wrapper's code."""
+
+    import tensorflow as tf
+
+
+    def with_derivative(fn, derivative):
+        @tf.custom_gradient
+        def elementwise(x):
+            def grad(dy):
+                return dy * derivative(x)
+            return fn(x), grad
+        return elementwise
+
+
+    def _square(x):
+        return x * x
+
+
+    def _twice(x):
+        return 2.0 * x
+
+
+    def _step(x):
+        return tf.where(x > 0, x, 0.0 * x)
+
+
+    def _step_slope(x):
+        if x > 0:  # a Python branch on a tensor: fine eagerly, fails under tf.function
+            return 1.0
+        return 0.0
+
+
+    square = with_derivative(_square, _twice)
+    step = with_derivative(_step, _step_slope)
+''')
+
+SHARED_WRAPPER_CHECKS = textwrap.dedent('''
+    import tensorflow as tf
+
+    import shared_ops
+
+
+    def gradient(fn, x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return tape.gradient(y, x)
+
+
+    def test_square():  # runs first: the shared wrapper is seen with this input signature
+        assert float(gradient(shared_ops.square, tf.constant(3.0))) == 6.0
+
+
+    def test_step():  # same wrapper, same signature, another definition
+        assert float(gradient(shared_ops.step, tf.constant(2.0))) == 1.0
+''')
+
+
+@pytest.mark.tf
+def test_functions_sharing_one_wrapper_are_each_rerun(tmp_path: Path, make_env):
+    (tmp_path / "shared_ops.py").write_text(SHARED_WRAPPER_OPS)
+    (tmp_path / "check_shared.py").write_text(SHARED_WRAPPER_CHECKS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\npython_files = check_*.py\n")
+    completed = _pytest("--cg-runtime-check", "-v", ".", env=make_env(), cwd=tmp_path)
+    assert completed.returncode == 1, completed.stdout[-3000:] + completed.stderr[-2000:]
+    assert "2 passed" in completed.stdout  # the user's tests pass: only the re-run finds it
+    section = _section(completed.stdout)
+    findings = [ln for ln in section.splitlines() if " CG" in ln and "shared_ops.py" in ln]
+    # the traced re-run of `step` fails on its Python branch: reported on the shared wrapper
+    assert any("CG009" in ln and "elementwise" in ln for ln in findings), section
+    assert "1 finding(s), failing the run" in section, section
