@@ -267,26 +267,35 @@ def test_the_hook_command_uses_the_cache(tmp_path):
 
 @pytest.mark.slow
 def test_real_pre_commit_hook_fills_and_reads_the_cache(tmp_path):
-    """The installed hook (pre-commit try-repo of this checkout) writes entries, and a second run
-    reports the same from them."""
+    """The hook as users install it (a `.pre-commit-config.yaml` naming this repository at its
+    HEAD commit, one pre-commit home kept between runs) writes entries, and a second run reports
+    the same from them. `try-repo` would not do: it installs the hook into a new temporary store
+    on every run, so cg-lint itself is a different installation each time (a different key)."""
     pytest.importorskip("pre_commit")
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and this repository's checkout")
-    from test_precommit import try_repo, user_repo
+    from test_precommit import user_repo
 
     repo = user_repo(tmp_path, {"bad.py": BAD, "good.py": GOOD})
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {ROOT}\n    rev: {head}\n    hooks:\n      - id: cg-lint\n")
     cache = tmp_path / "hook-cache"
-    os.environ["CG_LINT_CACHE_DIR"] = str(cache)  # pre-commit passes the environment to the hook
-    try:
-        first = try_repo(repo, "cg-lint")
-        assert len(entries(cache)) == 2  # bad.py and good.py hold custom gradients
-        old = 10**18  # 2001: a read sets an entry's time to now, a write replaces the file (inode)
-        for p in entries(cache):
-            os.utime(p, ns=(old, old))
-        inodes = {p.name: p.stat().st_ino for p in entries(cache)}
-        second = try_repo(repo, "cg-lint")
-    finally:
-        del os.environ["CG_LINT_CACHE_DIR"]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the hook's own install
+    env.update(CG_LINT_CACHE_DIR=str(cache), PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"))
+
+    def run_hook() -> subprocess.CompletedProcess:
+        command = [sys.executable, "-m", "pre_commit", "run", "cg-lint", "--all-files", "--verbose"]
+        return subprocess.run(command, cwd=repo, capture_output=True, text=True, env=env, timeout=900)
+
+    first = run_hook()
+    assert len(entries(cache)) == 2, first.stdout + first.stderr  # both files hold custom gradients
+    old = 10**18  # 2001: a read sets an entry's time to now, a write replaces the file (inode)
+    for p in entries(cache):
+        os.utime(p, ns=(old, old))
+    inodes = {p.name: p.stat().st_ino for p in entries(cache)}
+    second = run_hook()
     for proc in (first, second):
         assert proc.returncode == 1 and "bad.py:7:9: CG003" in proc.stdout + proc.stderr
     # the second run read both entries and wrote none
