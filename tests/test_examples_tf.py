@@ -20,7 +20,7 @@ import pytest
 from lint_helpers import ROOT
 
 sys.path.insert(0, str(ROOT / "tests"))
-from tf_examples_driver import examples  # noqa: E402
+from tf_examples import examples  # noqa: E402
 
 pytestmark = pytest.mark.tf
 CASES = {key: (source, call, expect) for key, source, call, expect in examples()}

@@ -13,40 +13,18 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import sys
 import tempfile
-import textwrap
-from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from cg_lint.rules import ALL_RULES  # noqa: E402
+from tf_examples import examples  # noqa: E402
+from tf_outcome import outcome  # noqa: E402
 
-TF_LINE = re.compile(r"^\s*#\s*tf:\s*(?P<call>.+?)\s*=>\s*(?P<expect>.+?)\s*$", re.M)
 _MODULES = tempfile.mkdtemp(prefix="cg_tf_examples_")
 sys.path.insert(0, _MODULES)
-
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-
-
-def examples():
-    """(id, source, call, expectation) for every rule example with a ``# tf:`` line, and for each
-    such line in the bundled examples (examples/*.py: their findings are real bugs)."""
-    for rule in ALL_RULES:
-        for kind in ("VALID", "INVALID"):
-            for i, source in enumerate(getattr(rule, kind)):
-                source = textwrap.dedent(source)
-                for j, match in enumerate(TF_LINE.finditer(source)):
-                    yield f"{rule.code}-{kind.lower()}-{i}-{j}", source, match["call"], match["expect"]
-    for path in sorted(EXAMPLES.glob("*.py")):
-        source = path.read_text(encoding="utf-8")
-        for j, match in enumerate(TF_LINE.finditer(source)):
-            yield f"examples/{path.name}-invalid-{j}", source, match["call"], match["expect"]
 
 
 def _tensors(values):
@@ -101,17 +79,6 @@ def in_cond(fn, *values):
             loss = tf.reduce_sum(out)
         return tape.gradient(loss, args)
     return run
-
-
-def outcome(thunk) -> str:
-    try:
-        value = thunk()
-    except Exception as e:  # the point is to record what TF raises
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        message = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines else "")
-        return f"RAISES {type(e).__name__}: {message[:300]}"
-    value = tf.nest.map_structure(lambda t: None if t is None else np.asarray(t).round(4).tolist(), value)
-    return f"OK {value}"
 
 
 def main() -> None:

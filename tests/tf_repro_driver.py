@@ -16,10 +16,10 @@ import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from cg_lint.rules import RULES_BY_CODE  # noqa: E402
+from tf_outcome import outcome  # noqa: E402
 
 _FENCE = re.compile(r"## (?P<section>Example|Use instead)\n+```python\n(?P<code>.*?)```", re.S)
 
@@ -46,17 +46,6 @@ def gradient_of(fn, *args):
             y = fn(*args)
         return tape.gradient(y, list(args))
     return run
-
-
-def outcome(thunk) -> str:
-    try:
-        value = thunk()
-    except Exception as e:  # the point is to record what TF raises
-        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-        message = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines else "")
-        return f"RAISES {type(e).__name__}: {message[:300]}"
-    value = tf.nest.map_structure(lambda t: np.asarray(t).round(4).tolist() if t is not None else None, value)
-    return f"OK {value}"
 
 
 def both(thunk) -> dict[str, str]:
