@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import textwrap
+
 import pytest
 
 # The fixtures are inputs for runtime-check (deliberate defects, a suite run in a subprocess).
@@ -81,3 +83,40 @@ def cli():
 @pytest.fixture(scope="session")
 def make_env():
     return child_env
+
+
+# Makes `import tensorflow` fail as it does where TensorFlow is not installed.
+_NO_TENSORFLOW = textwrap.dedent("""
+    import sys
+
+    class _NoTensorFlow:
+        def find_spec(self, name, path=None, target=None):
+            if name == "tensorflow" or name.startswith("tensorflow."):
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            return None
+
+    sys.meta_path.insert(0, _NoTensorFlow())
+""")
+
+
+@pytest.fixture
+def no_tensorflow(tmp_path: Path) -> Path:
+    """A folder whose sitecustomize blocks TensorFlow: put it first on a child's PYTHONPATH."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(_NO_TENSORFLOW)
+    return blocker
+
+
+def _one_line_error(completed: subprocess.CompletedProcess[str]) -> str:
+    assert completed.returncode == 2, (completed.stdout, completed.stderr)
+    lines = [ln for ln in completed.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, completed.stderr
+    assert "Traceback" not in completed.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="session")
+def one_line_error():
+    """``one_line_error(completed)``: asserts exit 2 and one line on stderr, no traceback; returns it."""
+    return _one_line_error

@@ -414,24 +414,10 @@ def test_signal_prints_results_so_far_and_leaves_nothing(
     assert "Traceback" not in stderr
 
 
-NO_TENSORFLOW = textwrap.dedent("""
-    import sys
-
-    class _NoTensorFlow:
-        def find_spec(self, name, path=None, target=None):
-            if name == "tensorflow" or name.startswith("tensorflow."):
-                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-            return None
-
-    sys.meta_path.insert(0, _NoTensorFlow())
-""")
-
-
 @pytest.mark.parametrize("spawn", ["0", "1"], ids=["zygote", "spawn"])
-def test_without_tensorflow_one_line_and_no_process(spawn: str, tmp_path: Path, make_env):
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(NO_TENSORFLOW)
+def test_without_tensorflow_one_line_and_no_process(spawn: str, tmp_path: Path, make_env,
+                                                    no_tensorflow: Path):
+    blocker = no_tensorflow
     (tmp_path / "m.py").write_text(
         textwrap.dedent("import tensorflow as tf\n" + CUSTOM.format(name="f"))
     )

@@ -15,20 +15,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SUITE = FIXTURES / "plugin_suite"
 FINDINGS = ("CG101 'summed_grad'", "CG009 'branchy'", "CG008 'scale'")
 
-# Makes `import tensorflow` fail as it does where TensorFlow is not installed.
-BLOCKER = textwrap.dedent("""
-    import sys
-
-    class _NoTensorFlow:
-        def find_spec(self, name, path=None, target=None):
-            if name == "tensorflow" or name.startswith("tensorflow."):
-                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-            return None
-
-    sys.meta_path.insert(0, _NoTensorFlow())
-""")
-
-
 def _plugin_args() -> list[str]:
     registered = any(
         e.name == "cg_runtime_check" for e in importlib.metadata.entry_points(group="pytest11")
@@ -107,10 +93,9 @@ def test_bad_mode_is_one_usage_line(suite_copy: Path, make_env):
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_without_tensorflow_one_usage_line(workers: list[str], tmp_path: Path, make_env):
-    blocker = tmp_path / "blocker"
-    blocker.mkdir()
-    (blocker / "sitecustomize.py").write_text(BLOCKER)
+def test_without_tensorflow_one_usage_line(workers: list[str], tmp_path: Path, make_env,
+                                           no_tensorflow: Path):
+    blocker = no_tensorflow
     (tmp_path / "test_plain.py").write_text("def test_ok():\n    assert True\n")
     env = make_env()
     env["PYTHONPATH"] = f"{blocker}:{env['PYTHONPATH']}"

@@ -12,14 +12,6 @@ from pathlib import Path
 import pytest
 
 
-def _one_line_error(completed) -> str:
-    assert completed.returncode == 2, (completed.stdout, completed.stderr)
-    lines = [ln for ln in completed.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, completed.stderr
-    assert "Traceback" not in completed.stderr
-    return lines[0]
-
-
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_fifos_are_skipped_with_one_line_each(tmp_path: Path, cli):
     os.mkfifo(tmp_path / "named.py")
@@ -61,9 +53,9 @@ def test_fifos_are_skipped_with_one_line_each(tmp_path: Path, cli):
         ),
     ],
 )
-def test_bad_limits_are_one_line(argv: list[str], message: str, tmp_path: Path, cli):
+def test_bad_limits_are_one_line(argv: list[str], message: str, tmp_path: Path, cli, one_line_error):
     (tmp_path / "m.py").write_text("x = 1\n")
-    assert _one_line_error(cli(*argv, "m.py", cwd=tmp_path)) == f"runtime-check: error: {message}"
+    assert one_line_error(cli(*argv, "m.py", cwd=tmp_path)) == f"runtime-check: error: {message}"
 
 
 def test_jobs_auto_is_accepted(tmp_path: Path, cli):
@@ -87,10 +79,10 @@ def test_jobs_auto_is_accepted(tmp_path: Path, cli):
         ("[tool.cg_lint]\nruntime = 3\n", "must be a table"),
     ],
 )
-def test_bad_runtime_table_names_the_file(content: str, message: str, tmp_path: Path, cli):
+def test_bad_runtime_table_names_the_file(content: str, message: str, tmp_path: Path, cli, one_line_error):
     (tmp_path / "pyproject.toml").write_text(content)
     (tmp_path / "m.py").write_text("x = 1\n")
-    line = _one_line_error(cli("m.py", cwd=tmp_path))
+    line = one_line_error(cli("m.py", cwd=tmp_path))
     assert line.startswith(str(tmp_path / "pyproject.toml")) and message in line, line
 
 
@@ -101,8 +93,8 @@ def test_bad_runtime_table_names_the_file(content: str, message: str, tmp_path: 
         ("[tool.cg_lint\n", "invalid TOML"),
     ],
 )
-def test_bad_config_file_names_the_file(content: str, message: str, tmp_path: Path, cli):
+def test_bad_config_file_names_the_file(content: str, message: str, tmp_path: Path, cli, one_line_error):
     (tmp_path / "settings.toml").write_text(content)
     (tmp_path / "m.py").write_text("x = 1\n")
-    line = _one_line_error(cli("--config", "settings.toml", "m.py", cwd=tmp_path))
+    line = one_line_error(cli("--config", "settings.toml", "m.py", cwd=tmp_path))
     assert line.startswith("settings.toml: ") and message in line, line

@@ -7,42 +7,34 @@ from pathlib import Path
 import pytest
 
 
-def _one_line_error(completed) -> str:
-    assert completed.returncode == 2, (completed.stdout, completed.stderr)
-    lines = [ln for ln in completed.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, completed.stderr
-    assert "Traceback" not in completed.stderr
-    return lines[0]
-
-
-def test_missing_path(tmp_path: Path, cli):
-    line = _one_line_error(cli("no/such/file.py", cwd=tmp_path))
+def test_missing_path(tmp_path: Path, cli, one_line_error):
+    line = one_line_error(cli("no/such/file.py", cwd=tmp_path))
     assert line == "no/such/file.py: error: no such file, folder or module"
 
 
-def test_unknown_module_name(tmp_path: Path, cli):
-    line = _one_line_error(cli("surely_not_a_module_xyz", cwd=tmp_path))
+def test_unknown_module_name(tmp_path: Path, cli, one_line_error):
+    line = one_line_error(cli("surely_not_a_module_xyz", cwd=tmp_path))
     assert line == "surely_not_a_module_xyz: error: no such file, folder or module"
 
 
-def test_unknown_format(tmp_path: Path, cli):
-    line = _one_line_error(cli("--format", "xml", "x.py", cwd=tmp_path))
+def test_unknown_format(tmp_path: Path, cli, one_line_error):
+    line = one_line_error(cli("--format", "xml", "x.py", cwd=tmp_path))
     assert line.startswith("runtime-check: error: argument --format/--output-format: invalid choice: 'xml'")
 
 
-def test_not_a_python_file(tmp_path: Path, cli):
+def test_not_a_python_file(tmp_path: Path, cli, one_line_error):
     (tmp_path / "notes.txt").write_text("hello")
-    assert _one_line_error(cli("notes.txt", cwd=tmp_path)) == "notes.txt: error: not a Python file"
+    assert one_line_error(cli("notes.txt", cwd=tmp_path)) == "notes.txt: error: not a Python file"
 
 
-def test_bad_config_key_is_named(tmp_path: Path, cli):
+def test_bad_config_key_is_named(tmp_path: Path, cli, one_line_error):
     (tmp_path / "pyproject.toml").write_text("[tool.cg_lint.runtime]\ntimout = 3\n")
     (tmp_path / "m.py").write_text("x = 1\n")
-    line = _one_line_error(cli("m.py", cwd=tmp_path))
+    line = one_line_error(cli("m.py", cwd=tmp_path))
     assert "unknown key 'tool.cg_lint.runtime.timout'" in line
 
 
-def test_plot_without_matplotlib(tmp_path: Path, cli, make_env):
+def test_plot_without_matplotlib(tmp_path: Path, cli, make_env, one_line_error):
     # a matplotlib that cannot be imported stands in for a missing one
     shadow = tmp_path / "shadow" / "matplotlib"
     shadow.mkdir(parents=True)
@@ -50,7 +42,7 @@ def test_plot_without_matplotlib(tmp_path: Path, cli, make_env):
     (tmp_path / "m.py").write_text("x = 1\n")
     env = make_env()
     env["PYTHONPATH"] = f"{tmp_path / 'shadow'}:{env['PYTHONPATH']}"
-    line = _one_line_error(cli("--plot", "out", "m.py", cwd=tmp_path, env=env))
+    line = one_line_error(cli("--plot", "out", "m.py", cwd=tmp_path, env=env))
     assert line == "runtime-check: error: --plot needs matplotlib; install it with: pip install 'cg-lint[plot]'"
 
 
