@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cg_lint.config import Settings, iter_files
 from cg_lint.findings import FileError
+from cg_lint.sources import special_kind
 from cg_lint.prefilter import might_contain
 from cg_lint.syntax.names import BUILDER_MARKERS
 
@@ -74,13 +75,7 @@ def special_file(path: Path) -> str | None:
         mode = os.stat(path).st_mode
     except OSError:
         return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
-                       (stat.S_ISBLK, "a device")):
-        if test(mode):
-            return name
-    return "not a regular file"
+    return None if stat.S_ISDIR(mode) else special_kind(mode)  # cg-lint's words for the same files
 
 
 def expand(targets: list[str], cwd: Path | None = None, settings: Settings | None = None,  # noqa: C901 (a table of cases)
