@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cg_lint.config import Settings, iter_files
 from cg_lint.findings import FileError, FileResult
 from cg_lint.prefilter import might_contain
+from cg_lint.processes import die_with_parent
 from cg_lint.result_cache import ResultCache, lookup
 from cg_lint.sources import FileTooLarge, mentions, read_regular
 
@@ -68,22 +69,12 @@ def _start_pool(jobs: int, fork: bool) -> tuple[ProcessPoolExecutor, type[Except
     return pool, BrokenProcessPool
 
 
-_PR_SET_PDEATHSIG = 1
-
-
 def _worker_init(parent: int) -> None:
     """In each worker: die with the parent, however it ends (a SIGKILL runs no cleanup of ours),
     and leave Ctrl-C to the parent, which stops the pool (a worker's KeyboardInterrupt would only
     print a traceback per worker)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
+    die_with_parent(signal.SIGKILL)
     if os.getppid() != parent:  # the parent died before the request took effect
         os._exit(1)
 

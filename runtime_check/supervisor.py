@@ -13,41 +13,24 @@ group kill.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Iterable
 
-PR_SET_PDEATHSIG = 1
-PR_SET_CHILD_SUBREAPER = 36
+from cg_lint.processes import PR_SET_CHILD_SUBREAPER, prctl
+
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _prctl(option: int, value: int) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def become_subreaper() -> bool:
     """Orphaned descendants of this process are re-parented to it (and so can be found)."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def stop_being_subreaper() -> bool:
-    return _prctl(PR_SET_CHILD_SUBREAPER, 0)
-
-
-def die_with_parent(sig: int = signal.SIGKILL) -> bool:
-    """This process gets ``sig`` when its parent dies (even by SIGKILL)."""
-    return _prctl(PR_SET_PDEATHSIG, int(sig))
+    return prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def process_table() -> dict[int, tuple[int, str]]:

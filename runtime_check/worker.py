@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from cg_lint.codes import CG130
 from cg_lint.config import Settings
 from cg_lint.findings import Finding
+from cg_lint.processes import die_with_parent
 
 from . import supervisor
 
@@ -240,7 +241,7 @@ def main() -> int:
         return zygote_main()
     commands = _isolate_stdio()
     supervisor.become_subreaper()
-    supervisor.die_with_parent()
+    die_with_parent()
     if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
         return 1  # the parent died before we asked to die with it
     job = json.loads(commands.readline())
@@ -289,7 +290,7 @@ def zygote_main() -> int:
     reports each fork's pid and reaps each worker, reporting its exit status."""
     channel = socket.socket(fileno=int(os.environ.pop("RUNTIME_CHECK_ZYGOTE_FD")))
     _isolate_stdio().close()
-    supervisor.die_with_parent()
+    die_with_parent()
     if os.getppid() != int(os.environ.get("RUNTIME_CHECK_PARENT", os.getppid())):
         return 1
     if not _import_tensorflow():
@@ -338,7 +339,7 @@ def _become_worker(fds: list[int]) -> None:
         sys.argv[1:] = []  # what a spawned worker's code sees; not the zygote's flag
         commands = _isolate_stdio()
         supervisor.become_subreaper()
-        supervisor.die_with_parent()  # the zygote, which dies with runtime-check
+        die_with_parent()  # the zygote, which dies with runtime-check
         serve(json.loads(commands.readline()), commands)
     finally:
         os._exit(70)
