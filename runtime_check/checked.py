@@ -137,11 +137,19 @@ def _all_finite(values: Sequence[Any]) -> bool:
     for value in values:
         if value is None or not tf.is_tensor(value) or not hasattr(value, "numpy"):
             continue  # symbolic tensors (a traced helper) have no values to test
-        if (value.dtype.is_floating or value.dtype.is_complex) and not bool(
+        dtype = tf.as_dtype(value.dtype)  # a Keras variable names its dtype with a string
+        if (dtype.is_floating or dtype.is_complex) and not bool(
             np.all(np.isfinite(np.asarray(value.numpy())))
         ):
             return False
     return True
+
+
+def _not_trained(value: Any) -> bool:
+    """A variable passed as an input that no optimizer updates from its gradient: not trainable
+    (a quantization scale), or one Keras overwrites with its gradient as a new value, where None
+    means "keep it" (float8 scales and amax histories)."""
+    return getattr(value, "trainable", True) is False or getattr(value, "overwrite_with_gradient", False) is True
 
 
 def _is_gradient_value(value: Any) -> bool:
@@ -296,7 +304,8 @@ class _CheckedCall:
             if grad is None:
                 # a Python number is not a tensor input in real use, and a parameter the forward
                 # does not depend on (a threshold, a gradient-reversal strength) has no gradient
-                if spec.floating and tf.is_tensor(spec.value) and not self._independent_of(index, spec):
+                if spec.floating and tf.is_tensor(spec.value) and not _not_trained(spec.value) \
+                        and not self._independent_of(index, spec):
                     self.record(
                         CG104,
                         f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "
