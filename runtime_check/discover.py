@@ -10,6 +10,7 @@ instance, or the module-level function/method that decorates a custom gradient a
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 from dataclasses import dataclass, field
@@ -78,6 +79,7 @@ class Entry:
     kind: str = "function"  # function | method | layer | factory
     body_qualname: str | None = None  # the def whose body says what the inputs are
     callee: str | None = None  # the name callers use, for call sites with literal shapes
+    quantize: str | None = None  # a Keras layer checked after layer.quantize(this mode)
 
 
 def _is_keras_layer(cls: type) -> bool:
@@ -131,6 +133,14 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
 
 def make_instance(cls: type, init: dict[str, Any]) -> Any:
     arguments = filled_arguments(cls.__init__, init, skip_first=True)  # type: ignore[misc]
+    if set(arguments) - set(init):
+        # required arguments nobody declared: the class's own docstring example comes before a guess
+        from .layers import documented_arguments
+
+        documented = documented_arguments(cls)
+        if documented:
+            with contextlib.suppress(Exception):
+                return cls(**filled_arguments(cls.__init__, {**documented, **init}, skip_first=True))  # type: ignore[misc]
     try:
         return cls(**arguments)
     except Exception as exc:
@@ -306,6 +316,34 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             raise CannotCall(why)
         add(qualname, loc, fail, [], d, why)
 
+    def add_layer(layer_name: str, cls: type, init: dict[str, Any], loc: DefInfo, d: Definition | None) -> None:
+        """The layer called as built; or, for a definition only a quantization mode reaches, one
+        entry per mode (``Dense[int8]``) that quantizes the built layer before calling it."""
+        from .layers import QuantizedLayerCall, modes_reaching
+
+        names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]
+        names = names[1:2] or ["inputs"]
+
+        def build() -> Any:
+            return make_instance(cls, init)
+
+        modes = []
+        if d is not None and d.qualname.startswith(f"{layer_name}."):
+            method = d.qualname[len(layer_name) + 1:].split(".")[0]
+            modes = modes_reaching(_parsed(path), layer_name, method, d.line)
+        if not modes:
+            add(layer_name, loc, build, names, d)
+            entries[layer_name].kind = "layer"
+            return
+        for mode in modes:
+            key = f"{layer_name}[{mode}]"
+            # the row names the layer in its mode: which of its custom gradients a mode reaches
+            # (int4 per channel or by blocks) is the layer's choice, seen in the findings
+            where = DefInfo(key, loc.module, loc.path, loc.line, loc.column)
+            add(key, where, lambda mode=mode: QuantizedLayerCall(build, mode), names, d)
+            entry = entries[key]
+            entry.kind, entry.quantize, entry.body_qualname = "layer", mode, f"{layer_name}.call"
+
     def add_target(top: str, loc: DefInfo, d: Definition | None) -> None:
         parts = top.split(".")
         try:
@@ -323,10 +361,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 names, varargs = _required_positional(bound)
                 add(top, loc, lambda: bound, names or (["x"] if varargs else []), d)
             elif _is_keras_layer(cls):
-                layer_name = ".".join(parts[:-1])
-                names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]
-                add(layer_name, loc, lambda: make_instance(cls, init), names[1:2] or ["inputs"], d)
-                entries[layer_name].kind = "layer"
+                add_layer(".".join(parts[:-1]), cls, init, loc, d)
             else:
                 names, varargs = _required_positional(member)
                 method = parts[-1]
@@ -336,9 +371,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
         if isinstance(member, type):
             init = inits.get(top, {})
             if _is_keras_layer(member):
-                names, _ = _required_positional(member.call)  # type: ignore[attr-defined]
-                add(top, loc, lambda: make_instance(member, init), names[1:2] or ["inputs"], d)
-                entries[top].kind = "layer"
+                add_layer(top, member, init, loc, d)
             elif callable(getattr(member, "__call__", None)):  # noqa: B004 (an instance's own __call__)
                 names, _ = _required_positional(member.__call__)
                 add(top, loc, lambda: make_instance(member, init), names[1:], d)

@@ -1,0 +1,210 @@
+"""Keras layers as entries: constructor arguments from the class's own examples, and the custom
+gradients a layer reaches only once quantized.
+
+A Keras layer runs its ``_int8_call``/``_int4_call``/``_float8_call`` (or whatever branch tests
+``self.quantization_mode``) only after the public ``layer.quantize(mode)`` on a built layer. A
+custom gradient in such a place is checked through a layer that is built by one call, quantized
+with the mode the source names, and then called: Keras's own protocol, the one a user's layer that
+implements ``quantize`` follows too.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import doctest
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .discover import CannotCall
+
+# the modes Keras defines, used when Keras does not say (it always does when a layer is imported)
+_FALLBACK_MODES = ("int8", "float8", "int4", "gptq", "awq")
+_MODE_NAMES = {"quantization_mode", "mode"}
+_FENCED = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+class QuantizeFailed(CannotCall):
+    """``layer.quantize(mode)`` raised: the mode needs a configuration, or the layer refuses it."""
+
+
+def keras_modes() -> tuple[str, ...]:
+    try:
+        from keras.src.dtype_policies.dtype_policy import QUANTIZATION_MODES
+    except ImportError:
+        return _FALLBACK_MODES
+    return tuple(QUANTIZATION_MODES)
+
+
+# -- which mode reaches a definition ------------------------------------------------------------------
+
+
+def _compared_modes(test: ast.AST) -> set[str]:
+    """String literals ``test`` compares with ``quantization_mode``/``mode`` (==, in)."""
+    found: set[str] = set()
+    for node in ast.walk(test):
+        if not isinstance(node, ast.Compare) or not all(isinstance(op, (ast.Eq, ast.In)) for op in node.ops):
+            continue
+        operands = [node.left, *node.comparators]
+        if not any(_names_mode(o) for o in operands):
+            continue
+        for operand in operands:
+            found.update(_strings(operand))
+    return found
+
+
+def _names_mode(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Name) and node.id in _MODE_NAMES) or \
+        (isinstance(node, ast.Attribute) and node.attr in _MODE_NAMES)
+
+
+def _strings(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return {node.value}
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return set()
+
+
+def _class_node(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
+    scope: list[ast.stmt] = tree.body
+    found: ast.ClassDef | None = None
+    for part in qualname.split("."):
+        found = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if found is None:
+            return None
+        scope = found.body
+    return found
+
+
+def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str, line: int) -> list[str]:
+    """The quantization modes under which the definition at ``line`` in ``class_qualname.method``
+    runs, in Keras's order; empty when the plain call reaches it (no mode selects it).
+
+    A mode reaches it when the method is named for the mode (Keras's ``quantized_call`` dispatches
+    ``"int8"`` to ``_int8_call``), when the definition sits in a branch that tests
+    ``quantization_mode`` (or ``mode``) against the mode, or when such a branch calls the method."""
+    known = keras_modes()
+    named = [m for m in known if re.search(rf"(^|_){re.escape(m)}(_|$)", method)]
+    if named:
+        return named
+    if tree is None:
+        return []
+    cls = _class_node(tree, class_qualname)
+    if cls is None:
+        return []
+    modes: set[str] = set()
+    for node in ast.walk(cls):
+        if not isinstance(node, ast.If) or not node.body:
+            continue
+        compared = _compared_modes(node.test)
+        if not compared:
+            continue
+        first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
+        calls_method = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
+                           and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
+                           for b in node.body for n in ast.walk(b))
+        if first <= line <= last or calls_method:
+            modes |= compared
+    return [m for m in known if m in modes] + sorted(modes - set(known) - {""}) if modes else []
+
+
+# -- constructor arguments from the class's own examples ---------------------------------------------
+
+
+def _example_sources(doc: str) -> Iterator[str]:
+    for example in doctest.DocTestParser().get_examples(doc):
+        yield example.source
+    for block in _FENCED.findall(doc):
+        yield block
+
+
+def documented_arguments(cls: type) -> dict[str, Any] | None:
+    """Constructor arguments of the first example in the class's docstring that constructs it
+    with literal arguments only (``EinsumDense("ab,bc->ac", output_shape=64, bias_axes="c")``)."""
+    doc = inspect.getdoc(cls) or ""
+    if cls.__name__ not in doc:
+        return None
+    try:
+        signature = inspect.signature(cls.__init__)  # type: ignore[misc]
+    except (TypeError, ValueError):
+        return None
+    for source in _example_sources(doc):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name != cls.__name__:
+                continue
+            try:
+                args = [ast.literal_eval(a) for a in node.args]
+                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+                bound = signature.bind_partial(None, *args, **kwargs)
+            except (ValueError, TypeError, SyntaxError):
+                continue
+            arguments = dict(bound.arguments)
+            arguments.pop(next(iter(signature.parameters)), None)  # self
+            extra = [p.name for p in signature.parameters.values() if p.kind is p.VAR_KEYWORD]
+            for name in extra:  # **kwargs collected by bind: pass them on as keywords
+                arguments.update(arguments.pop(name, {}))
+            return arguments
+    return None
+
+
+# -- the quantized call --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _unrecorded() -> Iterator[None]:
+    """The building call is not a check: what it records, and the custom gradients it reaches on
+    the plain path (checked by the layer's own entry), are dropped."""
+    from .issues import RECORDER
+
+    count, calls = RECORDER.call_count, dict(RECORDER.calls)
+    with RECORDER.discarding():
+        try:
+            yield
+        finally:
+            RECORDER.call_count, RECORDER.calls = count, calls
+
+
+def quantize_built(layer: Any, mode: str, args: tuple[Any, ...]) -> Any:
+    """``layer``, built by one call on zeros shaped like ``args``, then quantized with ``mode``.
+
+    Outside any tape or traced function (``tf.init_scope``): the variables quantization creates
+    belong to the layer, not to a trace."""
+    import tensorflow as tf
+
+    from .classify import first_line
+
+    with tf.init_scope(), _unrecorded():
+        sample = [tf.zeros(a.shape, a.dtype) if tf.is_tensor(a) else a for a in args]
+        layer(*sample)
+        try:
+            layer.quantize(mode)
+        except Exception as exc:
+            text = first_line(str(exc))[:160]
+            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}) raised {type(exc).__name__}"
+                                 f"{': ' + text if text else ''}") from None
+    return layer
+
+
+class QuantizedLayerCall:
+    """Calls a fresh layer from ``build``, quantized with ``mode`` at its first call (when the
+    input shapes are known)."""
+
+    def __init__(self, build: Callable[[], Any], mode: str) -> None:
+        self.build, self.mode = build, mode
+        self.layer: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.layer is None:
+            self.layer = quantize_built(self.build(), self.mode, args)
+        return self.layer(*args)
