@@ -140,7 +140,8 @@ def make_instance(cls: type, init: dict[str, Any]) -> Any:
         documented = documented_arguments(cls)
         if documented:
             with contextlib.suppress(Exception):
-                return cls(**filled_arguments(cls.__init__, {**documented, **init}, skip_first=True))  # type: ignore[misc]
+                given = {**documented, **init}
+                return cls(**filled_arguments(cls.__init__, given, skip_first=True))  # type: ignore[misc]
     try:
         return cls(**arguments)
     except Exception as exc:
@@ -316,7 +317,8 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             raise CannotCall(why)
         add(qualname, loc, fail, [], d, why)
 
-    def add_layer(layer_name: str, cls: type, init: dict[str, Any], loc: DefInfo, d: Definition | None) -> None:
+    def add_layer(layer_name: str, cls: type, init: dict[str, Any], loc: DefInfo,
+                  d: Definition | None) -> None:
         """The layer called as built; or, for a definition only a quantization mode reaches, one
         entry per mode (``Dense[int8]``) that quantizes the built layer before calling it."""
         from .layers import QuantizedLayerCall, modes_reaching
@@ -340,7 +342,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             # the row names the layer in its mode: which of its custom gradients a mode reaches
             # (int4 per channel or by blocks) is the layer's choice, seen in the findings
             where = DefInfo(key, loc.module, loc.path, loc.line, loc.column)
-            add(key, where, lambda mode=mode: QuantizedLayerCall(build, mode), names, d)
+            add(key, where, functools.partial(QuantizedLayerCall, build, mode), names, d)
             entry = entries[key]
             entry.kind, entry.quantize, entry.body_qualname = "layer", mode, f"{layer_name}.call"
 

@@ -38,14 +38,15 @@ def keras_modes() -> tuple[str, ...]:
     return tuple(QUANTIZATION_MODES)
 
 
-# -- which mode reaches a definition ------------------------------------------------------------------
+# -- which mode reaches a definition ------------------------------------------------------------
 
 
 def _compared_modes(test: ast.AST) -> set[str]:
     """String literals ``test`` compares with ``quantization_mode``/``mode`` (==, in)."""
     found: set[str] = set()
     for node in ast.walk(test):
-        if not isinstance(node, ast.Compare) or not all(isinstance(op, (ast.Eq, ast.In)) for op in node.ops):
+        if not isinstance(node, ast.Compare) or \
+                not all(isinstance(op, (ast.Eq, ast.In)) for op in node.ops):
             continue
         operands = [node.left, *node.comparators]
         if not any(_names_mode(o) for o in operands):
@@ -64,8 +65,17 @@ def _strings(node: ast.AST) -> set[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return {node.value}
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+        return {e.value for e in node.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)}
     return set()
+
+
+def _calls_self(node: ast.AST, method: str) -> bool:
+    """``node`` is a call ``self.method(...)``."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    owner = node.func.value
+    return node.func.attr == method and isinstance(owner, ast.Name) and owner.id == "self"
 
 
 def _class_node(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
@@ -79,7 +89,8 @@ def _class_node(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
     return found
 
 
-def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str, line: int) -> list[str]:
+def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str,
+                   line: int) -> list[str]:
     """The quantization modes under which the definition at ``line`` in ``class_qualname.method``
     runs, in Keras's order; empty when the plain call reaches it (no mode selects it).
 
@@ -103,22 +114,19 @@ def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str, li
         if not compared:
             continue
         first, last = node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno
-        calls_method = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == method
-                           and isinstance(n.func.value, ast.Name) and n.func.value.id == "self"
-                           for b in node.body for n in ast.walk(b))
+        calls_method = any(_calls_self(n, method) for b in node.body for n in ast.walk(b))
         if first <= line <= last or calls_method:
             modes |= compared
     return [m for m in known if m in modes] + sorted(modes - set(known) - {""}) if modes else []
 
 
-# -- constructor arguments from the class's own examples ---------------------------------------------
+# -- constructor arguments from the class's own examples ----------------------------------------
 
 
 def _example_sources(doc: str) -> Iterator[str]:
     for example in doctest.DocTestParser().get_examples(doc):
         yield example.source
-    for block in _FENCED.findall(doc):
-        yield block
+    yield from _FENCED.findall(doc)
 
 
 def documented_arguments(cls: type) -> dict[str, Any] | None:
@@ -145,7 +153,8 @@ def documented_arguments(cls: type) -> dict[str, Any] | None:
                 continue
             try:
                 args = [ast.literal_eval(a) for a in node.args]
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords if k.arg is not None}
+                kwargs = {k.arg: ast.literal_eval(k.value)
+                          for k in node.keywords if k.arg is not None}
                 bound = signature.bind_partial(None, *args, **kwargs)
             except (ValueError, TypeError, SyntaxError):
                 continue
@@ -158,7 +167,7 @@ def documented_arguments(cls: type) -> dict[str, Any] | None:
     return None
 
 
-# -- the quantized call --------------------------------------------------------------------------------
+# -- the quantized call ----------------------------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -191,8 +200,8 @@ def quantize_built(layer: Any, mode: str, args: tuple[Any, ...]) -> Any:
             layer.quantize(mode)
         except Exception as exc:
             text = first_line(str(exc))[:160]
-            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}) raised {type(exc).__name__}"
-                                 f"{': ' + text if text else ''}") from None
+            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}) raised "
+                                 f"{type(exc).__name__}{': ' + text if text else ''}") from None
     return layer
 
 
