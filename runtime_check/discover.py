@@ -405,7 +405,15 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 qualname = f"{name}.{member_name}"
                 if info is not None and qualname not in entries and name not in entries:
                     add_target(qualname, info, None)
+    from .layers import other_backend_only
+
     for entry in entries.values():
+        # Keras's multi-backend code: nothing under TensorFlow reaches these definitions
+        elsewhere = [other_backend_only(_parsed(path), d.qualname.split(".<locals>")[0], d.line)
+                     for d in entry.definitions if ".<locals>." in d.qualname]
+        if entry.problem is None and elsewhere and len(elsewhere) == len(entry.definitions) \
+                and all(elsewhere):
+            entry.problem = elsewhere[0]
         if not entry.names and entry.problem is None:
             entry.problem = f"'{entry.qualname}' takes no positional inputs to probe"
     return list(entries.values())

@@ -217,3 +217,75 @@ class QuantizedLayerCall:
         if self.layer is None:
             self.layer = quantize_built(self.build(), self.mode, args)
         return self.layer(*args)
+
+
+# -- custom gradients only another Keras backend reaches ----------------------------------------
+
+
+def _is_tensorflow_backend_test(test: ast.AST, op: type) -> bool:
+    """``backend.backend() == "tensorflow"`` (``op`` Eq), or ``!=`` (``op`` NotEq)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    called = any(isinstance(s, ast.Call) and _callee_name(s.func) == "backend" for s in sides)
+    return called and any(isinstance(s, ast.Constant) and s.value == "tensorflow" for s in sides)
+
+
+def _callee_name(func: ast.AST) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
+_Blocks = list[tuple[list[ast.stmt], ast.AST | None]]
+
+
+def _enclosing_blocks(stmts: list[ast.stmt], line: int) -> _Blocks:
+    """The statement lists that hold ``line``, outermost first, each with its owner statement."""
+    for stmt in stmts:
+        end = stmt.end_lineno or stmt.lineno
+        if not stmt.lineno <= line <= end:
+            continue
+        chain: _Blocks = [(stmts, None)]
+        for name in ("body", "orelse", "finalbody"):
+            inner = getattr(stmt, name, None)
+            nested_scope = isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if isinstance(inner, list) and inner and not nested_scope:
+                found = _enclosing_blocks(inner, line)
+                if found:
+                    found[0] = (found[0][0], stmt) if name == "body" else (found[0][0], None)
+                    return chain + found
+        return chain
+    return []
+
+
+def other_backend_only(tree: ast.Module | None, outer: str, line: int) -> str | None:
+    """Why the custom gradient defined at ``line`` inside ``outer`` never runs under TensorFlow:
+    Keras's multi-backend code returns first for TensorFlow (``if backend.backend() ==
+    "tensorflow": ... return``), or defines it only when the backend is not TensorFlow."""
+    if tree is None:
+        return None
+    from .inputs.hints import find_function
+
+    function = find_function(tree, outer)
+    if function is None:
+        return None
+    for block, owner in _enclosing_blocks(function.body, line):
+        if isinstance(owner, ast.If) and _is_tensorflow_backend_test(owner.test, ast.NotEq):
+            return ("it is defined only when the Keras backend is not TensorFlow "
+                    f"(line {owner.lineno})")
+        for stmt in block:
+            if (stmt.end_lineno or stmt.lineno) >= line:
+                break
+            if isinstance(stmt, ast.If) and _is_tensorflow_backend_test(stmt.test, ast.Eq) \
+                    and _always_returns(stmt.body):
+                return (f"it runs only under another Keras backend (line {stmt.lineno} returns "
+                        "first when the backend is TensorFlow)")
+    return None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime_check.layers import documented_arguments, modes_reaching
+from runtime_check.layers import documented_arguments, modes_reaching, other_backend_only
 
 FIXTURE = "quantized_layers.py"
 
@@ -143,3 +143,43 @@ class Undocumented:
 def test_documented_arguments_come_from_a_literal_docstring_example():
     assert documented_arguments(Documented) == {"equation": "ab,bc->ac", "units": 4, "name": "x"}
     assert documented_arguments(Undocumented) is None
+
+
+BACKENDS = textwrap.dedent('''
+    def fake_quant(x, axis=None):
+        if backend.backend() == "tensorflow":
+            if axis is None:
+                return tf_op(x)
+            else:
+                return tf_op_per_channel(x)
+
+        @ops.custom_gradient
+        def other_backends(x):
+            ...
+
+    def guarded(x):
+        if keras.backend.backend() != "tensorflow":
+            @ops.custom_gradient
+            def only_elsewhere(x):
+                ...
+
+    def maybe(x):
+        if backend.backend() == "tensorflow":
+            x = x + 1
+
+        @ops.custom_gradient
+        def everywhere(x):
+            ...
+''')
+
+
+@pytest.mark.parametrize("outer, inner, why", [
+    ("fake_quant", "other_backends", "runs only under another Keras backend (line 3 returns first"),
+    ("guarded", "only_elsewhere", "defined only when the Keras backend is not TensorFlow (line 14)"),
+    ("maybe", "everywhere", None),  # the TensorFlow branch does not return: reached under TensorFlow too
+])
+def test_custom_gradients_only_another_keras_backend_reaches(outer, inner, why):
+    tree = ast.parse(BACKENDS)
+    line = next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == inner)
+    found = other_backend_only(tree, outer, line)
+    assert (found is None) if why is None else (why in (found or "")), found
