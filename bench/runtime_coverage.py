@@ -91,7 +91,7 @@ def population(packages: list[str]) -> list[tuple[str, str, str, str]]:
 
 def _holds(entry, qualname: str, top: str) -> bool:
     """The entry runtime-check calls to reach ``qualname``: itself, its outer function, its class."""
-    called_as = re.sub(r"\[\w+\]$", "", entry.id.split(":", 1)[1])  # Dense[int8]: the layer, quantized
+    called_as = re.sub(r"\[[^\[]*\]$", "", entry.id.split(":", 1)[1])  # Dense[int8]: the layer, quantized
     return entry.qualname == qualname or called_as in (qualname, top) or top.startswith(called_as + ".")
 
 

@@ -79,7 +79,7 @@ class Entry:
     kind: str = "function"  # function | method | layer | factory
     body_qualname: str | None = None  # the def whose body says what the inputs are
     callee: str | None = None  # the name callers use, for call sites with literal shapes
-    quantize: str | None = None  # a Keras layer checked after layer.quantize(this mode)
+    quantize: str | None = None  # a Keras layer checked after layer.quantize(these arguments)
 
 
 def _is_keras_layer(cls: type) -> bool:
@@ -321,7 +321,7 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                   d: Definition | None) -> None:
         """The layer called as built; or, for a definition only a quantization mode reaches, one
         entry per mode (``Dense[int8]``) that quantizes the built layer before calling it."""
-        from .layers import QuantizedLayerCall, modes_reaching
+        from .layers import QuantizedLayerCall, modes_reaching, tested_configs
 
         names, _ = _required_positional(cls.call)  # type: ignore[attr-defined]
         names = names[1:2] or ["inputs"]
@@ -337,14 +337,19 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             add(layer_name, loc, build, names, d)
             entries[layer_name].kind = "layer"
             return
+        configs = tested_configs(path, cls.__name__)
         for mode in modes:
-            key = f"{layer_name}[{mode}]"
-            # the row names the layer in its mode: which of its custom gradients a mode reaches
-            # (int4 per channel or by blocks) is the layer's choice, seen in the findings
-            where = DefInfo(key, loc.module, loc.path, loc.line, loc.column)
-            add(key, where, functools.partial(QuantizedLayerCall, build, mode), names, d)
-            entry = entries[key]
-            entry.kind, entry.quantize, entry.body_qualname = "layer", mode, f"{layer_name}.call"
+            # quantize(mode) as Model.quantize does, then each configuration of that mode the
+            # tests write with literals (Keras's int4 per channel is only reached with one)
+            for config in [None, *(c for c in configs if c.mode == mode)]:
+                key = f"{layer_name}[{mode}]" if config is None else f"{layer_name}[{mode}, {config.label}]"
+                # the row names the layer in its mode: which of its custom gradients a mode
+                # reaches (int4 per channel or by blocks) is the layer's choice, seen in findings
+                where = DefInfo(key, loc.module, loc.path, loc.line, loc.column)
+                add(key, where, functools.partial(QuantizedLayerCall, build, mode, config), names, d)
+                entry = entries[key]
+                entry.kind, entry.body_qualname = "layer", f"{layer_name}.call"
+                entry.quantize = repr(mode) if config is None else f"{mode!r}, config={config.label}"
 
     def add_target(top: str, loc: DefInfo, d: Definition | None) -> None:
         parts = top.split(".")

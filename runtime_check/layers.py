@@ -16,6 +16,8 @@ import doctest
 import inspect
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .discover import CannotCall
@@ -184,8 +186,10 @@ def _unrecorded() -> Iterator[None]:
             RECORDER.call_count, RECORDER.calls = count, calls
 
 
-def quantize_built(layer: Any, mode: str, args: tuple[Any, ...]) -> Any:
-    """``layer``, built by one call on zeros shaped like ``args``, then quantized with ``mode``.
+def quantize_built(layer: Any, mode: str, args: tuple[Any, ...],
+                   config: Config | None = None) -> Any:
+    """``layer``, built by one call on zeros shaped like ``args``, then quantized with ``mode``
+    (and ``config``, when given).
 
     Outside any tape or traced function (``tf.init_scope``): the variables quantization creates
     belong to the layer, not to a trace."""
@@ -197,10 +201,14 @@ def quantize_built(layer: Any, mode: str, args: tuple[Any, ...]) -> Any:
         sample = [tf.zeros(a.shape, a.dtype) if tf.is_tensor(a) else a for a in args]
         layer(*sample)
         try:
-            layer.quantize(mode)
+            if config is None:
+                layer.quantize(mode)
+            else:
+                layer.quantize(mode, config=config.make())
         except Exception as exc:
             text = first_line(str(exc))[:160]
-            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}) raised "
+            given = f", config={config.label}" if config is not None else ""
+            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}{given}) raised "
                                  f"{type(exc).__name__}{': ' + text if text else ''}") from None
     return layer
 
@@ -209,14 +217,109 @@ class QuantizedLayerCall:
     """Calls a fresh layer from ``build``, quantized with ``mode`` at its first call (when the
     input shapes are known)."""
 
-    def __init__(self, build: Callable[[], Any], mode: str) -> None:
-        self.build, self.mode = build, mode
+    def __init__(self, build: Callable[[], Any], mode: str, config: Config | None = None) -> None:
+        self.build, self.mode, self.config = build, mode, config
         self.layer: Any = None
 
     def __call__(self, *args: Any) -> Any:
         if self.layer is None:
-            self.layer = quantize_built(self.build(), self.mode, args)
+            self.layer = quantize_built(self.build(), self.mode, args, self.config)
         return self.layer(*args)
+
+
+# -- quantization configurations the tests construct ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """A quantization configuration as a test near the module writes it, with literals only."""
+
+    mode: str
+    label: str  # as written: Int4QuantizationConfig(block_size=None)
+    cls: type
+    args: tuple[Any, ...]
+    kwargs: tuple[tuple[str, Any], ...]
+
+    def make(self) -> Any:
+        return self.cls(*self.args, **dict(self.kwargs))
+
+
+def _imported_names(tree: ast.Module) -> dict[str, tuple[str, str]]:
+    names = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                names[alias.asname or alias.name] = (node.module, alias.name)
+    return names
+
+
+def tested_configs(path: str, class_name: str) -> list[Config]:
+    """Quantization configurations that the tests near ``path`` mentioning ``class_name``
+    construct with literal arguments, other than each mode's default (what ``quantize(mode)``
+    uses): Keras's int4 per channel is ``Int4QuantizationConfig(block_size=None)`` in its tests.
+
+    Only classes from modules already imported are considered (nothing is imported for this),
+    and only Keras ``QuantizationConfig`` subclasses; each config says its own mode."""
+    import sys
+
+    from .inputs.search import test_files
+
+    base: Any = _config_base()
+    if base is None:
+        return []
+    found: dict[tuple[str, str], Config] = {}
+    for test in test_files(path, class_name):
+        try:
+            tree = ast.parse(Path(test).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        imported = _imported_names(tree)
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in imported):
+                continue
+            module_name, attribute = imported[node.func.id]
+            cls: Any = getattr(sys.modules.get(module_name), attribute, None)
+            if not (isinstance(cls, type) and issubclass(cls, base)):
+                continue
+            try:
+                args = tuple(ast.literal_eval(a) for a in node.args)
+                kwargs = tuple((k.arg, ast.literal_eval(k.value)) for k in node.keywords if k.arg)
+                if len(kwargs) != len(node.keywords):
+                    continue
+                config = cls(*args, **dict(kwargs))
+                mode = config.mode
+                if not isinstance(mode, str) or _same_config(config, _default_config(mode)):
+                    continue
+                settings = repr(sorted(config.get_config().items()))
+            except Exception:  # not constructible from literals alone, or no mode of its own
+                continue
+            written = [*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs)]
+            label = f"{cls.__name__}({', '.join(written)})"
+            found.setdefault((cls.__qualname__, settings), Config(mode, label, cls, args, kwargs))
+    return list(found.values())
+
+
+def _config_base() -> type | None:
+    try:
+        from keras.src.quantizers.quantization_config import QuantizationConfig
+    except ImportError:
+        return None
+    return QuantizationConfig
+
+
+def _default_config(mode: str) -> Any:
+    try:
+        from keras.src.quantizers.quantization_config import validate_and_resolve_config
+
+        return validate_and_resolve_config(mode, None)
+    except Exception:  # a mode without a default (GPTQ, AWQ)
+        return None
+
+
+def _same_config(config: Any, default: Any) -> bool:
+    return default is not None and type(config) is type(default) and \
+        config.get_config() == default.get_config()
 
 
 # -- custom gradients only another Keras backend reaches ----------------------------------------

@@ -18,9 +18,9 @@ def input_sets(entry: Any, names: list[str], spec: dict[str, Any] | None, path: 
 
     qualname, callee = source_function(entry)
     sets, found = discover(entry.make, names, path, qualname, callee)
-    mode = getattr(entry, "quantize", None)
-    if mode:  # the report says which quantization mode the inputs were checked under
-        sets = [replace(s, label=f"{s.label} after quantize({mode!r})") for s in sets]
+    quantized = getattr(entry, "quantize", None)
+    if quantized:  # the report says which quantization mode the inputs were checked under
+        sets = [replace(s, label=f"{s.label} after quantize({quantized})") for s in sets]
     return sets, found.reason
 
 
