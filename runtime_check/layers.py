@@ -92,13 +92,14 @@ def _class_node(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
 
 
 def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str,
-                   line: int) -> list[str]:
+                   line: int, _seen: frozenset[str] = frozenset()) -> list[str]:
     """The quantization modes under which the definition at ``line`` in ``class_qualname.method``
     runs, in Keras's order; empty when the plain call reaches it (no mode selects it).
 
     A mode reaches it when the method is named for the mode (Keras's ``quantized_call`` dispatches
     ``"int8"`` to ``_int8_call``), when the definition sits in a branch that tests
-    ``quantization_mode`` (or ``mode``) against the mode, or when such a branch calls the method."""
+    ``quantization_mode`` (or ``mode``) against the mode, when such a branch calls the method, or
+    when the method is a helper that only methods a mode reaches call."""
     known = keras_modes()
     named = [m for m in known if re.search(rf"(^|_){re.escape(m)}(_|$)", method)]
     if named:
@@ -119,6 +120,16 @@ def modes_reaching(tree: ast.Module | None, class_qualname: str, method: str,
         calls_method = any(_calls_self(n, method) for b in node.body for n in ast.walk(b))
         if first <= line <= last or calls_method:
             modes |= compared
+    if not modes:
+        callers = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and m.name != method and m.name not in _seen
+                   and any(_calls_self(n, method) for n in ast.walk(m))]
+        for caller in callers:
+            reached = modes_reaching(tree, class_qualname, caller.name, caller.lineno,
+                                     _seen | {method})
+            if not reached:
+                return []  # a plain path calls it too: the layer's own entry reaches it
+            modes |= set(reached)
     return [m for m in known if m in modes] + sorted(modes - set(known) - {""}) if modes else []
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import re
 import textwrap
 from pathlib import Path
 
@@ -21,6 +22,12 @@ def quantized(cli):
     from conftest import Results
 
     return Results(cli("--format", "json", FIXTURE)), cli(FIXTURE)
+
+
+def _rows(text: str, prefix: str) -> dict[str, str]:
+    """The summary table's rows that start with ``prefix``: function -> result."""
+    cells = [re.split(r"\s{2,}", ln) for ln in text.splitlines() if ln.startswith(prefix)]
+    return {c[0]: c[1] for c in cells if len(c) > 1}
 
 
 @pytest.mark.tf
@@ -47,13 +54,28 @@ def test_correct_quantized_layer_gets_no_finding(quantized):
 
 
 @pytest.mark.tf
+def test_configuration_written_in_the_tests_reaches_its_own_path(quantized):
+    """``quantize("int8")`` takes the correct path; the configuration ``quantized_layers_test.py``
+    writes with literals takes the weight-only path, whose seeded float64 gradient is reported."""
+    results, text = quantized
+    finding = results.one("WeightOnlyDense._matmul.<locals>.weight_only_matmul", "CG102")
+    assert "gradient for input 'x' has dtype float64 but the input is float32" in finding["message"]
+    assert "[eager, tf.function; inputs inputs: float32[" in finding["message"]
+    assert "after quantize('int8', config=Int8QuantizationConfig(activation_quantizer=None))]" \
+        in finding["message"]
+    rows = _rows(text.stdout, f"{FIXTURE}:WeightOnlyDense[")
+    assert len(rows) == 2, text.stdout
+    assert rows[f"{FIXTURE}:WeightOnlyDense[int8]"] == "ok", text.stdout
+
+
+@pytest.mark.tf
 def test_mode_that_needs_a_configuration_gets_one_line(quantized):
     results, text = quantized
     note = results.one("GptqDense[gptq]", "CG130")
     assert "GptqDense.quantize('gptq') raised ValueError: For GPTQ, you must pass a `GPTQConfig`" in note["message"]
     assert "\n" not in note["message"] and "Traceback" not in text.stdout + text.stderr
     # a note, not a failure: the run fails only over the seeded defect
-    assert text.stdout.rstrip().endswith("3 function(s) checked, 1 finding(s)"), text.stdout
+    assert text.stdout.rstrip().endswith("5 function(s) checked, 2 finding(s)"), text.stdout
 
 
 @pytest.mark.tf
@@ -72,18 +94,30 @@ def test_keras_dense_quantized_paths(cli, tmp_path):
     results = Results(cli("--format", "json", str(dense), cwd=tmp_path))
     assert not [f for f in results.findings if f["code"] in ("CG104", "CG130")], results.findings
     text = cli(str(dense), cwd=tmp_path).stdout
-    rows = {ln.split()[0].rsplit(":", 1)[-1]: ln.split()[1] for ln in text.splitlines() if "Dense[" in ln}
+    rows = {name.rsplit(":", 1)[-1]: result for name, result in _rows(text, str(dense)).items()}
     assert rows.get("Dense[int8]") == "ok" and rows.get("Dense[int4]") == "ok", text
     assert "Dense[float8]" in rows, text
+    if (dense.parent / "dense_test.py").is_file():  # int4 per channel: a configuration Keras's tests write
+        assert rows.get("Dense[int4, Int4QuantizationConfig(block_size=None)]") == "ok", text
 
 
 # -- the parts without TensorFlow ---------------------------------------------------------------------
 
 SOURCE = textwrap.dedent('''
     class Layer:
+        def _int4_call(self, x):
+            return self._shared(x)
+
+        def _shared(self, x):
+            def inner(x): ...
+
+        def _both(self, x):
+            def inner(x): ...
+
         def quantized_call(self, x):
             if self.quantization_mode in ("int8", "int4"):
                 return self._dequantized(x)
+            self._both(x)
             return x
 
         def _dequantized(self, x):
@@ -93,6 +127,7 @@ SOURCE = textwrap.dedent('''
             def inner(x): ...
 
         def call(self, x):
+            self._both(x)
             if mode == "gptq":
                 def inner(x): ...
             def plain(x): ...
@@ -111,6 +146,8 @@ def _line(name: str, method: str) -> int:
     ("_float8_call", "inner", ["float8"]),  # named for the mode, as Keras dispatches it
     ("call", "inner", ["gptq"]),  # defined in a branch on the mode
     ("call", "plain", []),  # the plain call reaches it
+    ("_shared", "inner", ["int4"]),  # a helper only a quantized method calls
+    ("_both", "inner", []),  # a helper the plain call calls too
 ])
 def test_modes_reaching_a_definition(method, name, modes):
     assert modes_reaching(ast.parse(SOURCE), "Layer", method, _line(name, method)) == modes
