@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="per-function time limit, also for each module's import "
                              "(default 60, or [tool.cg_lint.runtime] timeout)")
     parser.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
-                        help="worker processes checking functions in parallel (default: auto, the cores)")
+                        help="worker processes checking functions in parallel: a number, "
+                             "or 'auto' or 0 for one per core (the default)")
     parser.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                         help="memory cap per worker, e.g. 2G: a function that needs more is stopped (CG123)")
     parser.add_argument("--jit", action="store_true", default=None, help="trace with tf.function(jit_compile=True)")
@@ -68,16 +69,14 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _jobs(text: str) -> int:
-    if text == "auto":
-        return 0
+def _jobs(text: str) -> int | None:
+    """The same ``-j`` as cg-lint's: a positive number, or ``auto``/``0`` for one worker per core."""
+    from cg_lint.processes import parse_jobs
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', not '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 process, not '{text}'")
-    return value
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
