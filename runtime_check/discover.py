@@ -130,8 +130,8 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
 
 
 def make_instance(cls: type, init: dict[str, Any]) -> Any:
-    arguments = filled_arguments(cls.__init__, init, skip_first=True)  # type: ignore[misc]
-    if set(arguments) - set(init):
+    required, _ = _required_positional(cls.__init__)  # type: ignore[misc]
+    if set(required[1:]) - set(init):
         # required arguments nobody declared: the class's own docstring example comes before a guess
         from .layers import documented_arguments
 
@@ -140,6 +140,7 @@ def make_instance(cls: type, init: dict[str, Any]) -> Any:
             with contextlib.suppress(Exception):
                 given = {**documented, **init}
                 return cls(**filled_arguments(cls.__init__, given, skip_first=True))  # type: ignore[misc]
+    arguments = filled_arguments(cls.__init__, init, skip_first=True)  # type: ignore[misc]
     try:
         return cls(**arguments)
     except Exception as exc:
