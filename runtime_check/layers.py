@@ -20,16 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .discover import CannotCall
 
 # the modes Keras defines, used when Keras does not say (it always does when a layer is imported)
 _FALLBACK_MODES = ("int8", "float8", "int4", "gptq", "awq")
 _MODE_NAMES = {"quantization_mode", "mode"}
 _FENCED = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
-
-
-class QuantizeFailed(CannotCall):
-    """``layer.quantize(mode)`` raised: the mode needs a configuration, or the layer refuses it."""
 
 
 def keras_modes() -> tuple[str, ...]:
@@ -197,10 +192,11 @@ def _unrecorded() -> Iterator[None]:
             RECORDER.call_count, RECORDER.calls = count, calls
 
 
-def quantize_built(layer: Any, mode: str, args: tuple[Any, ...],
-                   config: Config | None = None) -> Any:
+def quantize_built(layer: Any, mode: str, args: tuple[Any, ...], config: Config | None = None,
+                   failure: type[Exception] = RuntimeError) -> Any:
     """``layer``, built by one call on zeros shaped like ``args``, then quantized with ``mode``
-    (and ``config``, when given).
+    (and ``config``, when given). A ``quantize`` that raises (the mode needs a configuration, or
+    the layer refuses it) raises ``failure`` with one line (the caller's "cannot call" error).
 
     Outside any tape or traced function (``tf.init_scope``): the variables quantization creates
     belong to the layer, not to a trace."""
@@ -219,8 +215,8 @@ def quantize_built(layer: Any, mode: str, args: tuple[Any, ...],
         except Exception as exc:
             text = first_line(str(exc))[:160]
             given = f", config={config.label}" if config is not None else ""
-            raise QuantizeFailed(f"{type(layer).__name__}.quantize({mode!r}{given}) raised "
-                                 f"{type(exc).__name__}{': ' + text if text else ''}") from None
+            raise failure(f"{type(layer).__name__}.quantize({mode!r}{given}) raised "
+                             f"{type(exc).__name__}{': ' + text if text else ''}") from None
     return layer
 
 
@@ -228,13 +224,14 @@ class QuantizedLayerCall:
     """Calls a fresh layer from ``build``, quantized with ``mode`` at its first call (when the
     input shapes are known)."""
 
-    def __init__(self, build: Callable[[], Any], mode: str, config: Config | None = None) -> None:
-        self.build, self.mode, self.config = build, mode, config
+    def __init__(self, build: Callable[[], Any], mode: str, config: Config | None = None,
+                 failure: type[Exception] = RuntimeError) -> None:
+        self.build, self.mode, self.config, self.failure = build, mode, config, failure
         self.layer: Any = None
 
     def __call__(self, *args: Any) -> Any:
         if self.layer is None:
-            self.layer = quantize_built(self.build(), self.mode, args, self.config)
+            self.layer = quantize_built(self.build(), self.mode, args, self.config, self.failure)
         return self.layer(*args)
 
 
