@@ -348,7 +348,8 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
                 # the row names the layer in its mode: which of its custom gradients a mode
                 # reaches (int4 per channel or by blocks) is the layer's choice, seen in findings
                 where = DefInfo(key, loc.module, loc.path, loc.line, loc.column)
-                add(key, where, functools.partial(QuantizedLayerCall, build, mode, config, CannotCall), names, d)
+                make = functools.partial(QuantizedLayerCall, build, mode, config, CannotCall)
+                add(key, where, make, names, d)
                 entry = entries[key]
                 entry.kind, entry.body_qualname = "layer", f"{layer_name}.call"
                 entry.quantize = repr(mode) if config is None else f"{mode!r}, config={config.label}"
