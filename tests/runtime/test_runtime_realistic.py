@@ -113,3 +113,35 @@ def test_a_module_without_custom_gradients_says_so_in_one_line(tmp_path: Path, c
     completed = cli("plain.py", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines() == ["no custom gradients found in 1 module(s)"]
+
+
+def _functions_from(path: Path, names: set[str]) -> str:
+    """The source of the named top-level functions of a fixture, decorators included."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    nodes = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name in names]
+    lines = text.splitlines()
+    return "\n\n\n".join("\n".join(lines[n.decorator_list[0].lineno - 1: n.end_lineno]) for n in nodes)
+
+
+def test_the_broadcast_inputs_show_the_same_under_tf_function(tmp_path: Path, cli):
+    # The search checks its broadcast variants eagerly only (a gradient's shape shows there). Declared,
+    # the same inputs are traced too: the defect is reported in both modes, the correct ones in neither.
+    (tmp_path / "broadcast_ops.py").write_text(
+        "import tensorflow as tf\n\n\n" + _functions_from(REALISTIC / "defective_ops.py", {"affine_unreduced"})
+        + "\n\n\n" + _functions_from(REALISTIC / "correct_ops.py", {"channel_gain", "scale_shift"}) + "\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cg_lint.runtime.functions."broadcast_ops:affine_unreduced"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}, {shape = [2, 3]}]\n'
+        '[tool.cg_lint.runtime.functions."broadcast_ops:channel_gain"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}]\n'
+        '[tool.cg_lint.runtime.functions."broadcast_ops:scale_shift"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}, {shape = [3]}]\n')
+    from conftest import Results
+
+    results = Results(cli("--format", "json", "broadcast_ops.py", cwd=tmp_path))
+    (finding,) = results.findings
+    assert finding["code"] == "CG101" and finding["mode"] == "eager, tf.function", finding
+    assert "'affine_unreduced': gradient for input 'gamma' has shape (2, 3) but the input has shape (3,)" \
+        in finding["message"]
