@@ -356,8 +356,10 @@ class Exerciser:
             kind = trace_class(inputs)
             # Tracing is most of a probe's cost, and what it can expose (graph-only failures,
             # eager vs traced differences) depends on ranks and dtype kinds, not on the exact
-            # shapes or float widths: one traced run per class. Declared inputs are all traced.
-            trace = inputs.source == "config" or kind not in traced
+            # shapes or float widths: one traced run per class. Declared inputs are all traced;
+            # a parameter broadcast as a bias is ("applied") is checked for its gradient's shape,
+            # which the eager run shows.
+            trace = inputs.source == "config" or (inputs.source != "applied" and kind not in traced)
             if self.run_set(inputs, outcome, trace):
                 if first_accepted is None:
                     first_accepted = inputs

@@ -5,6 +5,10 @@ A shape finding is worth reporting only for a call the function is meant for. A 
 captured variable), or when one of its dimensions is 1 where that tensor's is larger. Missing
 leading dimensions alone (a bias ``[k]`` added to ``[n, k]``) are how such parameters are meant to
 be used, and do not count.
+
+Once inputs without broadcasting are found, :func:`applied_shapes` gives the other half: the
+shapes a parameter takes when it *is* used that way (``[3]`` for a ``[4, 3]`` parameter meeting a
+``[4, 3]`` tensor), so a gradient that is not reduced back to such a parameter is exercised too.
 """
 
 from __future__ import annotations
@@ -47,4 +51,16 @@ def widened(shape: Shape, outputs: Sequence[Shape], variables: Sequence[Shape]) 
             for candidate in (other[len(other) - rank:], other):
                 if candidate not in out:
                     out.append(candidate)
+    return out
+
+
+def applied_shapes(shape: Shape, met: Sequence[Shape]) -> list[Shape]:
+    """``shape`` without some of its leading dimensions, as a bias or per-channel scale meets a larger
+    tensor: every proper suffix of rank >= 1 (longest first) that is also the trailing part of a
+    higher-rank shape in ``met``. ``[3]`` and ``[4, 3]`` for ``[2, 4, 3]`` meeting ``[2, 4, 3]``."""
+    out: list[Shape] = []
+    for rank in range(len(shape) - 1, 0, -1):
+        tail = shape[len(shape) - rank:]
+        if any(len(other) > rank and other[len(other) - rank:] == tail for other in met):
+            out.append(tail)
     return out

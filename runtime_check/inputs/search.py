@@ -1,5 +1,6 @@
 """The bounded search: try candidates eagerly (forward only), repair them from the errors, keep the
-ones that run without broadcasting a parameter.
+ones that run without broadcasting a parameter; then try each later parameter as a bias or
+per-channel scale is used (fewer leading dimensions, broadcast over the first tensor parameter).
 
 Order: call sites with literal shapes (in the module and in test files that call the function),
 then the source's facts with each uniform shape for parameters the source says nothing about, each
@@ -18,12 +19,13 @@ from typing import Any
 from collections.abc import Callable, Sequence
 
 from .assign import Candidate, describe, from_call_site, initial, key, materialize, with_dtype
-from .broadcast import broadcast_parameters, widened
+from .broadcast import applied_shapes, broadcast_parameters, widened
 from .hints import ArgSpec, Facts, call_sites, facts_for, find_function
 from .repair import _with_shape, repairs
 
 BUDGET = 40  # forward calls per function
 WANT = 3  # accepted candidates (plus the first one in float64)
+APPLIED = 6  # at most this many forward calls (with their gradients) for the variants
 
 
 class NotReached(Exception):
@@ -38,6 +40,8 @@ class Contract(Exception):
 class Observation:
     outputs: list[tuple[int, ...]]
     variables: list[tuple[int, ...]]
+    # per argument, when asked for: whether its gradient has its shape (None: no gradient)
+    fits: list[bool | None] | None = None
 
 
 @dataclass
@@ -46,6 +50,9 @@ class Discovery:
     reason: str = ""
     tries: int = 0
     broadcast: bool = False  # only inputs that broadcast a parameter were found
+    # accepted inputs under which a later parameter, with fewer leading dimensions, is broadcast
+    # over the others as a bias or scale is, and the outputs keep their shapes
+    applied: list[Candidate] = field(default_factory=list)
 
 
 def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], facts: Facts,  # noqa: C901 (a table of cases)
@@ -63,6 +70,7 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
     seen: set[tuple[Any, ...]] = set()
     fallback: list[Candidate] = []
     reasons: list[str] = []
+    observations: dict[tuple[Any, ...], Observation] = {}
     for group in (from_sites, uniform):
         queue: deque[tuple[Candidate, bool]] = deque((c, True) for c in group)
         while queue and found.tries < budget and len(found.accepted) < want:
@@ -100,11 +108,18 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
             # re-derive the first one's structure with arbitrary extra dimensions.
             if direct or not found.accepted or _batched(found.accepted[0], candidate):
                 found.accepted.append(candidate)
+                observations[key(candidate)] = observed
         if found.accepted:
             break
     if not found.accepted and fallback:
         found.accepted, found.broadcast = fallback[:1], True
     if found.accepted:
+        if not found.broadcast:
+            applied, meant = _applied(attempt, names, found, observations, min(APPLIED, budget - found.tries), seen)
+            if meant:  # the gradients fit only with those parameters broadcast: that is the use
+                found.accepted, found.applied = meant, []
+            else:
+                found.applied = applied
         first = found.accepted[0]
         wide = with_dtype(first, "float64")
         if key(wide) != key(first) and key(wide) not in seen:
@@ -118,6 +133,93 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
     else:
         found.reason = "no candidate inputs"
     return found
+
+
+def applied_variants(names: Sequence[str], base: Candidate, observed: Observation) -> list[Candidate]:
+    """``base`` with one later floating parameter given fewer leading dimensions, where those are
+    the trailing dimensions of a tensor it meets (another parameter, a captured variable, an output).
+
+    The first tensor parameter is the data the others are applied to, as in TensorFlow's own ops
+    (``bias_add(value, bias)``, ``x * scale``): it keeps its shape, so the outputs' shapes follow it.
+    """
+    tensors = [i for i, s in enumerate(base) if s.kind == "tensor" and s.dtype.startswith("float")]
+    out: list[Candidate] = []
+    for index in tensors[1:]:
+        if base[index].spd:
+            continue  # a positive-definite matrix is a matrix, not something broadcast
+        met = [base[j].shape for j in tensors if j != index] + list(observed.variables) + list(observed.outputs)
+        out += [_with_shape(base, index, shape) for shape in applied_shapes(base[index].shape, met)]
+    return out
+
+
+def _applied(attempt: Callable[..., Observation], names: Sequence[str], found: Discovery,  # noqa: C901
+             observations: dict[tuple[Any, ...], Observation], calls: int, seen: set[tuple[Any, ...]]
+             ) -> tuple[list[Candidate], list[Candidate]]:
+    """Variants of the accepted input set of highest rank (see :func:`applied_variants`) that the
+    forward accepts with the same output shapes and without expanding anything: the parameter was
+    broadcast, not reduced, reshaped or rejected. At most ``calls`` forward calls.
+
+    Returns (variants to check as well, inputs to check instead). A parameter whose gradient fits
+    its shape only when it is broadcast (its gradient reduces over the leading dimensions, as
+    ``tf.reduce_sum(dy * x, axis=0)`` does) shows what the function is written for: the inputs with
+    every such parameter broadcast replace the full-shape ones, whose finding would describe a call
+    the function is not meant for, and the other variants are taken from those inputs.
+    """
+    bases = [c for c in found.accepted if key(c) in observations]
+    if not bases or calls <= 1:
+        return [], []
+    base = max(bases, key=lambda c: sum(len(s.shape) for s in c if s.kind == "tensor"))
+    variants = [v for v in applied_variants(names, base, observations[key(base)]) if key(v) not in seen]
+    if not variants:
+        return [], []
+    left = [calls]
+
+    def run(candidate: Candidate) -> Observation | None:
+        """The forward and gradient on ``candidate``, if it keeps the base's outputs and expands nothing."""
+        if left[0] <= 0:
+            return None
+        left[0] -= 1
+        found.tries += 1
+        seen.add(key(candidate))
+        try:
+            result = attempt(materialize(candidate), gradients=True)
+        except Exception:
+            return None  # rejected (or the contract is broken for any input: the base shows that)
+        tensors = {n: s.shape for n, s in zip(names, candidate) if s.kind == "tensor"}
+        if result.outputs != observed.outputs or result.variables != observed.variables \
+                or broadcast_parameters(tensors, result.outputs, result.variables):
+            return None
+        return result
+
+    left[0] -= 1
+    found.tries += 1
+    try:
+        observed = attempt(materialize(base), gradients=True)
+    except Exception:
+        return [], []
+    applied: list[tuple[int, Candidate]] = []
+    meant: dict[int, tuple[int, ...]] = {}
+    for variant in variants:
+        varied = next(i for i, (a, b) in enumerate(zip(base, variant)) if a != b)
+        if varied in meant:
+            continue
+        result = run(variant)
+        if result is None:
+            continue
+        if observed.fits and observed.fits[varied] is False and result.fits and result.fits[varied] is True:
+            meant[varied] = variant[varied].shape
+        else:
+            applied.append((varied, variant))
+    if not meant:
+        return [v for _, v in applied], []
+    combined = base
+    for index, shape in meant.items():
+        combined = _with_shape(combined, index, shape)
+    if len(meant) > 1 and run(combined) is None:
+        return [v for _, v in applied], []
+    # the other variants, now from the inputs the function is written for
+    rebased = [_with_shape(combined, i, v[i].shape) for i, v in applied if i not in meant]
+    return [v for v in rebased if key(v) not in seen and run(v) is not None], [combined]
 
 
 def _batched(first: Candidate, later: Candidate) -> bool:

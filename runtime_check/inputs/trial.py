@@ -21,7 +21,7 @@ from .search import Contract, Discovery, NotReached, Observation, facts_and_site
 def attempt_with(make_callable: Callable[[], Callable[..., Any]]) -> Callable[[list[Any]], Observation]:
     tries = [0]
 
-    def attempt(args: list[Any]) -> Observation:
+    def attempt(args: list[Any], gradients: bool = False) -> Observation:
         from ..discover import CannotCall
         from ..exercise import progress
 
@@ -31,11 +31,11 @@ def attempt_with(make_callable: Callable[[], Callable[..., Any]]) -> Callable[[l
         fn = make_callable()
         call_args = [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in args]
         before = RECORDER.call_count
+        watched = [a for a in call_args if tf.is_tensor(a) and a.dtype.is_floating]
         with RECORDER.discarding(), labels(mode="eager", inputs="(searching)"):
             with tf.GradientTape() as tape:
-                for a in call_args:
-                    if tf.is_tensor(a) and a.dtype.is_floating:
-                        tape.watch(a)
+                for a in watched:
+                    tape.watch(a)
                 try:
                     result = fn(*call_args)
                 except CannotCall:
@@ -57,9 +57,32 @@ def attempt_with(make_callable: Callable[[], Callable[..., Any]]) -> Callable[[l
                    if tf.is_tensor(t) and (t.dtype.is_floating or t.dtype.is_complex)]
         if not outputs:
             raise NotReached("no floating-point output")
-        return Observation([tuple(o.shape) for o in outputs], variables)
+        fits = _gradients_fit(tape, outputs, call_args, watched) if gradients else None
+        return Observation([tuple(o.shape) for o in outputs], variables, fits)
 
     return attempt
+
+
+def _gradients_fit(tape: tf.GradientTape, outputs: list[Any], call_args: list[Any], watched: list[Any]
+                   ) -> list[bool | None]:
+    """Per argument: does its gradient have its shape (None: not a floating tensor, or no gradient)."""
+    with RECORDER.discarding(), labels(mode="eager", inputs="(searching)"):
+        try:
+            grads = tape.gradient(outputs, watched, output_gradients=[tf.ones_like(o) for o in outputs])
+        except Exception:
+            grads = [False] * len(watched)  # the backward failed on inputs the forward accepts
+    by_arg = {id(a): g for a, g in zip(watched, grads)}
+    fits: list[bool | None] = []
+    for a in call_args:
+        if id(a) not in by_arg or by_arg[id(a)] is None:
+            fits.append(None)
+        elif by_arg[id(a)] is False:
+            fits.append(False)
+        else:
+            grad = by_arg[id(a)]
+            shape = grad.dense_shape if isinstance(grad, tf.IndexedSlices) else tf.shape(grad)
+            fits.append(tuple(int(d) for d in np.asarray(shape)) == tuple(a.shape))
+    return fits
 
 
 def discover(make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], path: str | None,
@@ -76,4 +99,7 @@ def discover(make_callable: Callable[[], Callable[..., Any]], names: Sequence[st
     for candidate in found.accepted:
         args = materialize(candidate)
         sets.append(InputSet(args, label_for(names, args), "discovered"))
+    for candidate in found.applied:  # last: the report's row and the extra probes use the first
+        args = materialize(candidate)
+        sets.append(InputSet(args, label_for(names, args), "applied"))
     return sets, found

@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import textwrap
 
+import numpy as np
 import pytest
 
 from runtime_check.inputs.assign import Slot, materialize, structured
-from runtime_check.inputs.broadcast import broadcast_parameters, expands, widened
+from runtime_check.inputs.broadcast import applied_shapes, broadcast_parameters, expands, widened
 from runtime_check.inputs.hints import call_sites, facts_for, find_function
 from runtime_check.inputs.repair import repairs, short_reason
+from runtime_check.inputs.search import Observation, applied_variants, search
 
 SOURCE = textwrap.dedent('''
     import tensorflow as tf
@@ -122,3 +124,125 @@ def test_broadcast_test_tells_expansion_from_a_bias():
     assert broadcast_parameters({"x": ()}, [(4,)], [(4,)]) == ["x"]
     assert broadcast_parameters({"x": (2, 3), "w": (3, 4), "b": (4,)}, [(2, 4)], []) == []
     assert widened((), [(2, 4)], []) == [(4,), (2, 4)]
+
+
+# -- parameters broadcast as a bias or per-channel scale is ---------------------------------------
+# The forward and the hand-written gradient below are plain NumPy: broadcasting, the errors on
+# shapes that do not meet, and the gradients' shapes are NumPy's own, as TensorFlow's would be.
+
+
+def _numpy_attempt(forward, backward, calls: list):
+    """A search ``attempt`` over a NumPy forward; ``backward(dy, *args)`` is the hand-written grad."""
+    def attempt(args, gradients=False):
+        calls.append([np.shape(a) for a in args])
+        out = forward(*args)  # raises on shapes that do not broadcast, as TF's ops do
+        fits = None
+        if gradients:
+            grads = backward(np.ones_like(out), *args)
+            fits = [np.shape(g) == np.shape(a) for g, a in zip(grads, args)]
+        return Observation([np.shape(out)], [], fits)
+    return attempt
+
+
+def _matmul(a, b):
+    if np.ndim(a) != 2 or np.ndim(b) != 2:
+        raise ValueError("In[0] and In[1] must be matrices")
+    return a @ b
+
+
+NUMPY_FUNCTIONS = {
+    # name: (forward, backward)
+    "unreduced_scale": (lambda x, w: x * w, lambda dy, x, w: (dy * w, dy * x)),
+    "reduced_scale": (lambda x, w: x * w,
+                      lambda dy, x, w: (dy * w, np.sum(dy * x, axis=0) if np.ndim(x) > np.ndim(w) else dy * x)),
+    "reduced_scale_axis0_only": (lambda x, w: x * w, lambda dy, x, w: (dy * w, np.sum(dy * x, axis=0))),
+    "outer": (np.multiply.outer,
+              lambda dy, x, y: (np.tensordot(dy, y, np.ndim(y)), np.tensordot(x, dy, (list(range(np.ndim(x))),) * 2))),
+    "matmul": (_matmul, lambda dy, x, w: (dy @ w.T, x.T @ dy)),
+    "affine_reduced": (lambda x, g, b: x * g + b,
+                       lambda dy, x, g, b: (dy * g, np.sum(dy * x, axis=0), np.sum(dy, axis=0))),
+    "affine_unreduced": (lambda x, g, b: x * g + b, lambda dy, x, g, b: (dy * g, dy * x, dy)),
+}
+
+
+def _search(name: str, params: list[str], source: str | None = None):
+    """The search over a NumPy function; ``source``: a def whose body gives the facts."""
+    forward, backward = NUMPY_FUNCTIONS[name]
+    calls: list = []
+    tree = ast.parse(textwrap.dedent(source or f"def {name}(): pass"))
+    facts = facts_for(find_function(tree, name) if source else None, params)
+    found = search(_numpy_attempt(forward, backward, calls), params, facts, [])
+
+    def shapes(candidates):  # the float32 input sets (the float64 copy of the first aside)
+        return [tuple(s.shape for s in c) for c in candidates if all(s.dtype == "float32" for s in c)]
+    return found, shapes(found.accepted), shapes(found.applied), calls
+
+
+def test_applied_shapes_are_the_trailing_dimensions_of_a_larger_tensor_met():
+    assert applied_shapes((2, 4, 3), [(2, 4, 3)]) == [(4, 3), (3,)]
+    assert applied_shapes((4, 3), [(4, 3), (3,)]) == [(3,)]
+    assert applied_shapes((3, 4), [(2, 3)]) == []  # w of a matmul meets x: [4] is no trailing part of it
+    assert applied_shapes((3,), [(2, 3)]) == []  # already a vector: nothing left to drop
+    assert applied_shapes((2, 3), [(2, 3), ()]) == [(3,)]
+    assert applied_shapes((2, 3), [(3,)]) == []  # only a larger tensor can broadcast it
+
+
+def test_applied_variants_keep_the_first_tensor_and_vary_only_later_floating_tensors():
+    base = (Slot("python", value=2), Slot("tensor", (2, 3)), Slot("tensor", (2, 3)), Slot("index", (2, 3), "int32"),
+            Slot("tensor", (3, 3), spd=True), Slot("tensor", (2, 3)))
+    observed = Observation([(2, 3)], [])
+    varied = [[s.shape for s in v] for v in applied_variants(list("nxwisb"), base, observed)]
+    assert varied == [[(), (2, 3), (3,), (2, 3), (3, 3), (2, 3)], [(), (2, 3), (2, 3), (2, 3), (3, 3), (3,)]]
+    # a single tensor parameter has nothing to be broadcast against
+    assert applied_variants(["x"], (Slot("tensor", (2, 3)),), observed) == []
+    # a captured variable is met too
+    var = applied_variants(["x", "w"], (Slot("tensor", (2, 4)), Slot("tensor", (5, 4))), Observation([(2, 4)], [(7, 5, 4)]))
+    assert [v[1].shape for v in var] == [(4,)]
+
+
+def test_an_unreduced_scale_gradient_gets_the_broadcast_inputs_checked_too():
+    found, accepted, applied, _ = _search("unreduced_scale", ["x", "w"])
+    assert accepted[0] == ((), ())  # the first inputs broadcast nothing; the report shows them
+    assert applied == [((2, 3), (3,))]  # x is the data: only w is broadcast over it
+
+
+def test_a_reduced_scale_gradient_is_checked_as_written_and_equal_shapes_stay_accepted():
+    found, accepted, applied, _ = _search("reduced_scale", ["x", "w"])
+    assert ((2, 3), (2, 3)) in accepted and applied == [((2, 3), (3,))]
+
+
+def test_a_gradient_that_fits_only_when_broadcast_replaces_the_full_shape_inputs():
+    # reduce_sum(dy * x, axis=0) is written for w: [c] with x: [n, c]; with equal shapes its
+    # gradient would not fit, which describes a call the function is not meant for
+    found, accepted, applied, _ = _search("reduced_scale_axis0_only", ["x", "w"])
+    assert accepted == [((2, 3), (3,))] and applied == []
+    assert [s.dtype for s in found.accepted[-1]] == ["float64", "float64"]  # plus the first in float64
+    found, accepted, applied, _ = _search("affine_reduced", ["x", "gamma", "beta"])
+    assert accepted[0] == ((2, 3), (3,), (3,)) and applied == []  # both broadcast together
+
+
+def test_each_unreduced_parameter_is_varied_on_its_own():
+    _, accepted, applied, _ = _search("affine_unreduced", ["x", "gamma", "beta"])
+    assert accepted[0] == ((), (), ())
+    assert applied == [((2, 3), (3,), (2, 3)), ((2, 3), (2, 3), (3,))]
+
+
+@pytest.mark.parametrize("name, source", [
+    ("outer", None),
+    ("matmul", "def matmul(x, y):\n    return tf.matmul(x, y), None\n"),
+])
+def test_no_variant_when_the_output_shape_changes_or_the_forward_rejects_it(name, source):
+    found, accepted, applied, calls = _search(name, ["x", "y"], source)
+    assert accepted and applied == []
+    if name == "matmul":  # y: [3, 4] meets the output [2, 4]; as [4] the forward rejects it
+        assert accepted[0] == ((2, 3), (3, 4)) and [(2, 3), (4,)] in calls
+
+
+def test_the_variants_cost_a_bounded_number_of_forward_calls():
+    from runtime_check.inputs.search import APPLIED
+
+    found, _, _, calls = _search("affine_unreduced", ["x", "gamma", "beta"])
+    without, _, _, base_calls = _search("outer", ["x", "y"])
+    assert len(calls) == found.tries + 1  # + the float64 copy of the first
+    assert 0 < len(calls) - (len(found.accepted) + 1) <= APPLIED
+    assert len(base_calls) <= without.tries + 1

@@ -33,6 +33,8 @@ SEEDED = {
     "make_reversal.<locals>.reverse": ("CG101", "has shape () but the input has shape"),
     "binarize_python_if": ("CG009", "confirmed at runtime under tf.function"),
     "PairDense.call.<locals>.project": ("CG007", "variable gradients differ between eager and tf.function"),
+    # no call site: found by trying gamma and beta as they are used, broadcast over x
+    "affine_unreduced": ("CG101", "has shape (2, 3) but the input has shape (3,)"),
 }
 
 
@@ -68,8 +70,8 @@ def test_correct_module_gets_no_finding_at_all(realistic, correct_text):
     out = correct_text.stdout
     assert correct_text.returncode == 0, out + correct_text.stderr
     rows = [ln for ln in out.splitlines() if ln.startswith("correct_ops.py:")]
-    assert len(rows) == 16 and all(ln.split()[1] == "ok" for ln in rows), out
-    assert out.rstrip().endswith("16 function(s) checked, 0 finding(s)")
+    assert len(rows) == 21 and all(ln.split()[1] == "ok" for ln in rows), out
+    assert out.rstrip().endswith("21 function(s) checked, 0 finding(s)")
 
 
 @pytest.mark.parametrize("function, inputs", [
@@ -81,6 +83,13 @@ def test_correct_module_gets_no_finding_at_all(realistic, correct_text):
     ("channel_scale", "x: float32[4]"),
     ("make_reversal.<locals>.reverse", "x: float32[]"),
     ("ScaledDense.call.<locals>.project", "inputs: float32[2,"),
+    # the gradients reduce over the batch: the inputs they are written for replace equal shapes
+    ("channel_gain", "x: float32[2,3], w: float32[3]; +1 more"),
+    ("scale_shift", "x: float32[2,3], gamma: float32[3], beta: float32[3]; +1 more"),
+    # correct for any broadcast: equal shapes first, the broadcast ones checked too
+    ("broadcast_multiply", "x: float32[], y: float32[]; +4 more"),
+    ("outer", "x: float32[], y: float32[]; +3 more"),
+    ("project", "x: float32[2,3], w: float32[3,4]; +1 more"),
 ])
 def test_inputs_found_from_the_source_are_reported(correct_text, function, inputs):
     (row,) = [ln for ln in correct_text.stdout.splitlines() if ln.startswith(f"correct_ops.py:{function} ")]
@@ -92,8 +101,47 @@ def test_call_site_shapes_are_used(realistic):
     assert "inputs x: float32[4,3], w: float32[3]" in finding["message"]
 
 
+def test_without_a_call_site_each_later_parameter_is_tried_broadcast_over_the_first(realistic):
+    by_input = {f["message"].split("'")[3]: f["message"] for f in realistic.of("affine_unreduced", "defective_ops.py")}
+    assert set(by_input) == {"gamma", "beta"}, by_input
+    assert "inputs x: float32[2,3], gamma: float32[3], beta: float32[2,3]]" in by_input["gamma"]
+    assert "inputs x: float32[2,3], gamma: float32[2,3], beta: float32[3]]" in by_input["beta"]
+
+
 def test_a_module_without_custom_gradients_says_so_in_one_line(tmp_path: Path, cli):
     (tmp_path / "plain.py").write_text("import tensorflow as tf\n\n\ndef double(x):\n    return 2 * x\n")
     completed = cli("plain.py", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.splitlines() == ["no custom gradients found in 1 module(s)"]
+
+
+def _functions_from(path: Path, names: set[str]) -> str:
+    """The source of the named top-level functions of a fixture, decorators included."""
+    import ast
+
+    text = path.read_text(encoding="utf-8")
+    nodes = [n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name in names]
+    lines = text.splitlines()
+    return "\n\n\n".join("\n".join(lines[n.decorator_list[0].lineno - 1: n.end_lineno]) for n in nodes)
+
+
+def test_the_broadcast_inputs_show_the_same_under_tf_function(tmp_path: Path, cli):
+    # The search checks its broadcast variants eagerly only (a gradient's shape shows there). Declared,
+    # the same inputs are traced too: the defect is reported in both modes, the correct ones in neither.
+    (tmp_path / "broadcast_ops.py").write_text(
+        "import tensorflow as tf\n\n\n" + _functions_from(REALISTIC / "defective_ops.py", {"affine_unreduced"})
+        + "\n\n\n" + _functions_from(REALISTIC / "correct_ops.py", {"channel_gain", "scale_shift"}) + "\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.cg_lint.runtime.functions."broadcast_ops:affine_unreduced"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}, {shape = [2, 3]}]\n'
+        '[tool.cg_lint.runtime.functions."broadcast_ops:channel_gain"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}]\n'
+        '[tool.cg_lint.runtime.functions."broadcast_ops:scale_shift"]\n'
+        'inputs = [{shape = [2, 3]}, {shape = [3]}, {shape = [3]}]\n')
+    from conftest import Results
+
+    results = Results(cli("--format", "json", "broadcast_ops.py", cwd=tmp_path))
+    (finding,) = results.findings
+    assert finding["code"] == "CG101" and finding["mode"] == "eager, tf.function", finding
+    assert "'affine_unreduced': gradient for input 'gamma' has shape (2, 3) but the input has shape (3,)" \
+        in finding["message"]
