@@ -553,7 +553,8 @@ def _from_autograph(info: DefInfo) -> DefInfo:
 
 
 # modules whose frames are decorator machinery between a custom gradient and its caller
-_MACHINERY = ("runtime_check.", "tensorflow.python.ops.custom_gradient", "tensorflow.python.util.")
+_MACHINERY = ("runtime_check.", "tensorflow.python.ops.custom_gradient", "tensorflow.python.util.",
+              "tensorflow.python.autograph.", "tensorflow.python.eager.", "tensorflow.python.framework.")
 
 
 def reached_through(info: DefInfo, frame: Any) -> str:
@@ -581,7 +582,8 @@ def reached_through(info: DefInfo, frame: Any) -> str:
         code = frame.f_code
         module = str(frame.f_globals.get("__name__", ""))
         qualname = getattr(code, "co_qualname", code.co_name)
-        if (module + ".").startswith(_MACHINERY) or (code.co_filename == info.path and qualname in enclosing_names):
+        if (module + ".").startswith(_MACHINERY) or "__autograph_generated" in code.co_filename \
+                or (code.co_filename == info.path and qualname in enclosing_names):
             frame = frame.f_back
             continue
         if module.split(".")[0] != package or qualname == "<module>":

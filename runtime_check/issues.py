@@ -193,6 +193,16 @@ class Recorder:
         issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label, via)
         with self._lock:
             earlier = self._seen.get(issue.key())
+            if earlier is None:
+                # the same problem where one call's route was not known (a traced call, whose
+                # frames are generated code): one issue, named by the route that is known
+                same = [i for i in self.issues if i.key()[:3] == issue.key()[:3] and not (i.via and via)]
+                if same:
+                    earlier = same[0]
+                    if via and not earlier.via:
+                        del self._seen[earlier.key()]
+                        earlier.via = via
+                        self._seen[earlier.key()] = earlier
             if earlier is not None:
                 modes = earlier.mode.split(", ")
                 modes += [m for m in mode.split(", ") if m not in modes]
