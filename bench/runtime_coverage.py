@@ -104,12 +104,20 @@ def _reason(message: str) -> str:
     return re.sub(r" \(tried \d+ input sets\)", "", re.sub(r"'[^']*'", "'…'", text))
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--packages", nargs="+", default=["tensorflow", "keras", "tensorflow_probability"])
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("-v", "--verbose", action="store_true", help="list every custom gradient")
     args = parser.parse_args()
+    missing = [p for p in args.packages if importlib.util.find_spec(p) is None]
+    if missing:
+        parser.error(f"not installed in this Python: {', '.join(missing)} (run it with the project's environment)")
+    return args
+
+
+def main() -> int:
+    args = _arguments()
     from runtime_check import runner
     from runtime_check.targets import file_unit
 

@@ -45,16 +45,12 @@ def _codes(value: str) -> tuple[str, ...]:
 
 
 def _jobs(value: str) -> int | None:
-    """``auto`` and ``0`` (pylint's spelling) mean one worker per core."""
-    if value.strip().lower() == "auto":
-        return None
+    from .processes import parse_jobs
+
     try:
-        jobs = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)") from None
-    if jobs < 0:
-        raise argparse.ArgumentTypeError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)")
-    return jobs or None
+        return parse_jobs(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _check_parser() -> argparse.ArgumentParser:

@@ -22,6 +22,20 @@ def prctl(option: int, value: int) -> bool:
         return False
 
 
+def parse_jobs(value: str) -> int | None:
+    """``-j``/``--jobs`` of both tools: a positive number, or ``auto`` or ``0`` (pylint's spelling)
+    for one worker per core (None)."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        jobs = int(value)
+    except ValueError:
+        jobs = -1
+    if jobs < 0:
+        raise ValueError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)")
+    return jobs or None
+
+
 def die_with_parent(sig: int = signal.SIGKILL) -> bool:
     """This process gets ``sig`` when its parent dies (even by SIGKILL)."""
     return prctl(PR_SET_PDEATHSIG, int(sig))

@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cg_lint.codes import INFO_CODES
 from cg_lint.config import ConfigError, Settings, load_settings
@@ -40,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="per-function time limit, also for each module's import "
                              "(default 60, or [tool.cg_lint.runtime] timeout)")
     parser.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
-                        help="worker processes checking functions in parallel (default: auto, the cores)")
+                        help="worker processes checking functions in parallel: a number, "
+                             "or 'auto' or 0 for one per core (the default)")
     parser.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                         help="memory cap per worker, e.g. 2G: a function that needs more is stopped (CG123)")
     parser.add_argument("--jit", action="store_true", default=None, help="trace with tf.function(jit_compile=True)")
@@ -68,16 +70,14 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _jobs(text: str) -> int:
-    if text == "auto":
-        return 0
+def _jobs(text: str) -> int | None:
+    """The same ``-j`` as cg-lint's: a positive number, or ``auto``/``0`` for one worker per core."""
+    from cg_lint.processes import parse_jobs
+
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of processes or 'auto', not '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1 process, not '{text}'")
-    return value
+        return parse_jobs(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
@@ -100,47 +100,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLEAN
 
 
-def _run(args: argparse.Namespace) -> int:
-    from . import runner, specs
-    from .report import (
-        describe_inputs,
-        format_findings,
-        is_failure,
-        sort_findings,
-        summary_table,
-        to_finding,
-    )
+class _Stop(Exception):
+    """Setting up the run failed: one line for stderr (already worded), and the exit status."""
+
+
+def _setup(args: argparse.Namespace) -> tuple[Settings, Any, list[Any], dict[str, list[str]] | None]:
+    """Settings, the runtime configuration, the units to check and --only-flagged's selection."""
+    from . import specs
     from .targets import TargetError, expand
 
     if args.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            return _error("--plot needs matplotlib; install it with: pip install 'cg-lint[plot]'")
+            raise _Stop("runtime-check: error: --plot needs matplotlib; install it with: "
+                        "pip install 'cg-lint[plot]'") from None
     if args.config and not Path(args.config).is_file():
-        return _error(f"{args.config}: no such file")
+        raise _Stop(f"runtime-check: error: {args.config}: no such file")
     try:
         settings = load_settings(Path(args.config) if args.config else None)
         config = specs.from_settings(settings)
-    except ConfigError as exc:
-        return _error(str(exc), prefix=False)
-    try:
         units = expand(args.targets, settings=settings, on_skip=_say)
-    except TargetError as exc:
-        return _error(str(exc), prefix=False)
-
+    except (ConfigError, TargetError) as exc:
+        raise _Stop(str(exc)) from None
     only = None
     if args.only_flagged:
         only, message = _flagged(units, settings)
         if message:
-            return _error(message)
-    options = {
-        "jit": bool(args.jit if args.jit is not None else config.jit),
-        "numeric": bool(args.numeric if args.numeric is not None else config.numeric),
-        "zero_upstream": bool(args.zero_upstream if args.zero_upstream is not None else config.zero_upstream),
-        "magnitudes": config.magnitudes and not args.no_magnitudes,
-        "second_order": bool(args.second_order if args.second_order is not None else config.second_order),
-    }
+            raise _Stop(f"runtime-check: error: {message}")
+    return settings, config, units, only
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import runner
+    from .report import format_findings, sort_findings, to_finding
+
+    try:
+        settings, config, units, only = _setup(args)
+    except _Stop as stop:
+        return _error(str(stop), prefix=False)
+    options = _options(args, config)
     timeout = args.timeout or config.timeout
     if not units:
         if args.format == "json":
@@ -163,20 +162,49 @@ def _run(args: argparse.Namespace) -> int:
     if args.format == "text" and not result.entries and not findings:
         print(f"no custom gradients found in {len(units)} module(s)")
     if args.format == "text" and result.entries:
-        rows = []
-        for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
-            failing = [f for f in entry.findings if f["code"] not in INFO_CODES]
-            status = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
-                      "memory": "over memory cap", "pending": "not finished (interrupted)"}.get(entry.status)
-            if status is None:
-                status = f"{len(failing)} finding(s)" if failing else "ok"
-            rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
-        print()
-        print(summary_table(rows))
-        failures = sum(1 for f in findings if is_failure(f))
-        checked = sum(1 for e in result.entries.values() if e.status != "pending")
-        print(f"\n{checked} function(s) checked, {failures} finding(s)")
+        _print_summary(result, findings)
     sys.stdout.flush()
+    return _exit_status(result, findings)
+
+
+def _options(args: argparse.Namespace, config: Any) -> dict[str, bool]:
+    """The checks to run: a command-line flag wins over [tool.cg_lint.runtime]."""
+
+    def chosen(flag: bool | None, configured: bool) -> bool:
+        return bool(flag if flag is not None else configured)
+
+    return {
+        "jit": chosen(args.jit, config.jit),
+        "numeric": chosen(args.numeric, config.numeric),
+        "zero_upstream": chosen(args.zero_upstream, config.zero_upstream),
+        "magnitudes": config.magnitudes and not args.no_magnitudes,
+        "second_order": chosen(args.second_order, config.second_order),
+    }
+
+
+_STATUS_TEXT = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
+                "memory": "over memory cap", "pending": "not finished (interrupted)"}
+
+
+def _print_summary(result: Any, findings: list[Any]) -> None:
+    """The table of functions (result and inputs used), then the count line."""
+    from .report import describe_inputs, is_failure, summary_table
+
+    rows = []
+    for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
+        failing = [f for f in entry.findings if f["code"] not in INFO_CODES]
+        status = _STATUS_TEXT.get(entry.status) or (f"{len(failing)} finding(s)" if failing else "ok")
+        rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
+    print()
+    print(summary_table(rows))
+    failures = sum(1 for f in findings if is_failure(f))
+    checked = sum(1 for e in result.entries.values() if e.status != "pending")
+    print(f"\n{checked} function(s) checked, {failures} finding(s)")
+
+
+def _exit_status(result: Any, findings: list[Any]) -> int:
+    from .report import is_failure
+
     if result.interrupted:
         done = sum(1 for e in result.entries.values() if e.status != "pending")
         sys.stderr.write(f"runtime-check: interrupted by {result.interrupted}: the results above cover {done} of "

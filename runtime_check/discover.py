@@ -98,15 +98,12 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
     return required, varargs
 
 
-# a value for a required argument nobody declared, by annotation; unannotated ones get a small int
-# (units, filters, heads: what layer constructors mostly require)
-_ANNOTATED = {"int": 3, "float": 0.5, "bool": False}
-
-
 def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool,
                      callables: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
-    """``given`` plus a value for every other required parameter, from its annotation (a function
-    for parameters the body calls)."""
+    """``given`` plus a value for every other required parameter, of the kind its annotation or
+    the body says (``constructor_values``; a function for parameters the body calls)."""
+    from .constructor_values import Unknown, kind_of_annotation, kinds_from_body, make_value
+
     try:
         params = list(inspect.signature(func).parameters.values())
     except (TypeError, ValueError):
@@ -114,18 +111,19 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
     if skip_first and params:
         params = params[1:]
     out = dict(given)
+    from_body: dict[str, str] | None = None
     for p in params:
         if p.name in out or p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
-        if p.name in callables:
-            out[p.name] = probe_function
-            continue
-        annotation = "" if p.annotation is p.empty else (
-            p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", ""))
-        if annotation and annotation not in _ANNOTATED:
-            raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({annotation}); "
-                             "declare `init` for it in [tool.cg_lint.runtime]")
-        out[p.name] = _ANNOTATED.get(annotation, 3)
+        try:
+            kind = "callable" if p.name in callables else kind_of_annotation(p.annotation)
+        except Unknown as unknown:
+            raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({unknown}); "
+                             "declare `init` for it in [tool.cg_lint.runtime]") from None
+        if kind is None:
+            from_body = kinds_from_body(func) if from_body is None else from_body
+            kind = from_body.get(p.name, "int")
+        out[p.name] = make_value(kind, probe_function)
     return out
 
 
@@ -137,7 +135,10 @@ def make_instance(cls: type, init: dict[str, Any]) -> Any:
         guessed = sorted(set(arguments) - set(init))
         if not guessed:
             raise
-        raise CannotCall(f"cannot construct {cls.__name__} with {', '.join(f'{k}={arguments[k]!r}' for k in guessed)}"
+        from .constructor_values import describe
+
+        made = ", ".join(f"{k}={describe(arguments[k])}" for k in guessed)
+        raise CannotCall(f"cannot construct {cls.__name__} with {made}"
                          f" ({type(exc).__name__}); declare `init` for it in [tool.cg_lint.runtime]") from None
 
 

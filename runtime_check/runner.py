@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cg_lint.findings import Finding
+
 from . import supervisor
 from .targets import Unit
 
@@ -704,30 +706,11 @@ def run(
 def _fail_entry(result: RunResult, entry_id: str, status: str, code: str, what: str) -> None:
     entry = result.entries[entry_id]
     entry.status = status
-    entry.findings.append(
-        {
-            "path": entry.path,
-            "line": entry.line,
-            "column": entry.column,
-            "code": code,
-            "function": entry.qualname,
-            "mode": None,
-            "message": f"'{entry.qualname}' {what}",
-        }
-    )
+    entry.findings.append(Finding(entry.path, entry.line, entry.column, code, f"'{entry.qualname}' {what}",
+                                  function=entry.qualname).to_json())
 
 
 def _module_finding(
     result: RunResult, unit: Unit, code: str, message: str, line: int = 1, column: int = 1
 ) -> None:
-    result.findings.append(
-        {
-            "path": unit.path or unit.module,
-            "line": line,
-            "column": column,
-            "code": code,
-            "function": None,
-            "mode": None,
-            "message": message,
-        }
-    )
+    result.findings.append(Finding(unit.path or unit.module, line, column, code, message).to_json())

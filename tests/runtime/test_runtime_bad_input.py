@@ -42,10 +42,10 @@ def test_fifos_are_skipped_with_one_line_each(tmp_path: Path, cli):
             ["--timeout", "0"],
             "argument --timeout: must be a positive, finite number of seconds, not '0'",
         ),
-        (["-j", "0"], "argument -j/--jobs: expected at least 1 process, not '0'"),
+        (["-j", "-1"], "argument -j/--jobs: '-1' is not a number of jobs (a positive integer, 0 or auto)"),
         (
             ["-j", "many"],
-            "argument -j/--jobs: expected a number of processes or 'auto', not 'many'",
+            "argument -j/--jobs: 'many' is not a number of jobs (a positive integer, 0 or auto)",
         ),
         (
             ["--max-memory", "12Q"],
@@ -58,9 +58,11 @@ def test_bad_limits_are_one_line(argv: list[str], message: str, tmp_path: Path, 
     assert one_line_error(cli(*argv, "m.py", cwd=tmp_path)) == f"runtime-check: error: {message}"
 
 
-def test_jobs_auto_is_accepted(tmp_path: Path, cli):
+@pytest.mark.parametrize("jobs", ["auto", "0", "1"])
+def test_jobs_auto_is_accepted(tmp_path: Path, cli, jobs: str):
+    """The same ``-j`` as cg-lint's: ``auto`` and ``0`` both mean one worker per core."""
     (tmp_path / "plain.py").write_text("def f(x):\n    return x\n")
-    completed = cli("-j", "auto", "--max-memory", "2G", "--format", "json", ".", cwd=tmp_path)
+    completed = cli("-j", jobs, "--max-memory", "2G", "--format", "json", ".", cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == "[]"
 
