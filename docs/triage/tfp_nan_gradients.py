@@ -11,7 +11,6 @@ import os
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
