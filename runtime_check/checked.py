@@ -39,8 +39,9 @@ ORIGINAL_CUSTOM_GRADIENT = getattr(
     _tf_custom_gradient_module.custom_gradient, "_cg_original", _tf_custom_gradient_module.custom_gradient
 )
 
-# (definition key, input name) pairs whose forward was seen not to depend on that input
-_INDEPENDENT: set[tuple[str, str]] = set()
+# (definition identity, input name) pairs whose forward was seen not to depend on that input:
+# by identity, not by the wrapper's location, so functions sharing one wrapper are each measured
+_INDEPENDENT: set[tuple[Any, str]] = set()
 
 # every function decorated since install(): qualname -> (DefInfo, decorated object)
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
@@ -94,7 +95,10 @@ def describe_type(dtype: tf.DType | None, shape: tf.TensorShape | None) -> str:
 
 
 def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
-    """One name per flattened positional argument: the parameter name, ``x[0]`` for nested ones."""
+    """One name per flattened positional argument: the parameter name, ``x[0]`` for nested ones.
+
+    A wrapper that takes ``*args`` (TensorFlow Probability's helper) passes the caller's tensors
+    on: those the probe gave by name keep that name (matched by identity), not ``args[0]``."""
     try:
         params = [
             p for p in inspect.signature(wrapped).parameters.values()
@@ -107,7 +111,8 @@ def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
         if index < len(params) and params[index].kind is not inspect.Parameter.VAR_POSITIONAL:
             base = params[index].name
         elif params and params[-1].kind is inspect.Parameter.VAR_POSITIONAL:
-            base = f"{params[-1].name}[{index - len(params) + 1}]"
+            given = next((n for v, n in RECORDER.state.arg_names if v is arg), None)
+            base = given or f"{params[-1].name}[{index - len(params) + 1}]"
         else:
             base = f"arg{index}"
         leaves = tf.nest.flatten(arg)
@@ -164,11 +169,30 @@ def _gradient_shape(value: Any) -> tf.TensorShape | None:
     return None if shape is None else tf.TensorShape(shape)
 
 
+_RANDOM_OP_PARTS = ("Random", "Multinomial", "TruncatedNormal", "Stateful", "RngBitGenerator", "RngReadAndSkip")
+
+
+def _is_random_op(op_type: str) -> bool:
+    return any(part in op_type for part in _RANDOM_OP_PARTS)
+
+
+def _floats(arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [a for a in arrays if a.dtype.kind in "fc"]
+
+
+def _agree(right: np.ndarray, left: np.ndarray, base: np.ndarray, step: float) -> bool:
+    """Two one-sided slopes are one derivative: within 20% of each other, or within what the
+    forward's rounding at this step can produce."""
+    rounding = 20 * np.finfo(base.dtype).eps * (1 + np.abs(base.astype(np.float64))) / step
+    return bool(np.all(np.abs(right - left) <= 0.2 * np.maximum(np.abs(right), np.abs(left)) + rounding))
+
+
 class _CheckedCall:
     """State of one call of a custom-gradient function: the inputs TF recorded, the forward's outputs."""
 
-    def __init__(self, info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], mode: str) -> None:
-        self.info, self.wrapped, self.mode = info, wrapped, mode
+    def __init__(self, info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], mode: str,
+                 via: str = "") -> None:
+        self.info, self.wrapped, self.mode, self.via = info, wrapped, mode, via
         self.args = args
         self.name = info.qualname
         names = _input_names(wrapped, args)
@@ -180,7 +204,7 @@ class _CheckedCall:
         self.n_outputs = 0
 
     def record(self, code: str, message: str, subject: str = "") -> None:
-        RECORDER.record(self.info, code, f"'{self.name}': {message}", self.mode, subject)
+        RECORDER.record(self.info, code, f"'{self.name}': {message}", self.mode, subject, self.via)
 
     # -- forward ---------------------------------------------------------------------------
 
@@ -190,6 +214,10 @@ class _CheckedCall:
         except CustomGradientCheckError:
             raise
         except Exception as exc:
+            # raised by the forward's own code, before it returned: whatever the message, not a
+            # fault in the (outputs, grad_fn) contract, which is checked below once it returns
+            with contextlib.suppress(AttributeError, TypeError):
+                exc._cg_in_forward_body = True  # type: ignore[attr-defined]
             self._record_graph_failure(exc, "the forward")
             raise
         if not isinstance(out, (tuple, list)) or len(out) != 2:
@@ -369,7 +397,7 @@ class _CheckedCall:
 
     def _independent_of(self, index: int, spec: InputSpec) -> bool:
         """The forward's outputs do not move when this input does (numeric derivative 0)."""
-        key = (self.info.key, spec.name)
+        key = (definition_identity(self.wrapped), spec.name)
         if key in _INDEPENDENT:
             return True
         if current_mode() != "eager":
@@ -385,10 +413,21 @@ class _CheckedCall:
         return same
 
     def _smooth_at(self, name: str, what: str) -> bool:
-        """Confirm a NaN/Inf gradient: on at least one side of the point the forward is finite and
-        its difference quotients settle (steps h and h/10 agree), so it is differentiable there. At
-        the edge of the domain (``sqrt`` at 0: quotients grow as h shrinks; a shape parameter at 0:
-        NaN beyond it) nothing is confirmed."""
+        """Confirm a NaN/Inf gradient numerically, on the forward as it was called (the same
+        function and arguments, one input moved at a time). The gradient is a defect only where
+        the forward has a derivative:
+
+        - every other floating input can move, to at least one side, with the forward staying
+          finite; otherwise the point lies on the edge of the domain in another input (a Gamma
+          shape of 0 makes the forward NaN for every nearby probability), where no derivative is;
+        - along this input, on each side where the forward is finite, the difference quotients
+          settle (steps h and h/10 agree: not ``sqrt`` at 0); where it is finite on both sides the
+          two one-sided slopes agree (not ``|z|`` at 0). Finite on one side only is the edge of the
+          domain in this input, and the one-sided derivative is what callers see there;
+        - the forward draws no random numbers: a sampler's gradient is a reparameterization
+          estimate, not the derivative of the forward at fixed randomness, so the difference
+          quotients can neither confirm nor refute it.
+        """
         if what != "input":
             return True
         names = [s.name for s in self.inputs]
@@ -399,26 +438,76 @@ class _CheckedCall:
         base = self._forward_with(index, 0.0)
         if base is None:
             return False
+        slopes = []
         for side in (1.0, -1.0):
-            far, near = self._forward_with(index, side * step), self._forward_with(index, side * step / 10)
-            if far is None or near is None:
+            finite, slope = self._one_side(index, base, side, step)
+            if finite:
+                if slope is None:
+                    return False  # finite but not settling: no derivative from this side
+                slopes.append(slope)
+        if not slopes:
+            return False
+        if len(slopes) == 2 and not all(
+            _agree(right, left, b, step / 10) for right, left, b in zip(*slopes, _floats(base))
+        ):
+            return False  # a kink: the one-sided derivatives differ
+        for other, spec in enumerate(self.inputs):
+            if other != index and spec.floating and hasattr(spec.value, "numpy") and \
+                    not self._finite_beside(other):
+                return False
+        return not self._draws_random_numbers()
+
+    def _one_side(self, index: int, base: list[np.ndarray], side: float,
+                  step: float) -> tuple[bool, list[np.ndarray] | None]:
+        """(the forward is finite on this side, its one-sided slopes if the quotients settle)."""
+        far, near = self._forward_with(index, side * step), self._forward_with(index, side * step / 10)
+        if far is None or near is None:
+            return False, None
+        slopes = []
+        for b, f, n in zip(base, far, near):
+            if b.dtype.kind not in "fc":
                 continue
-            settled = True
-            for b, f, n in zip(base, far, near):
-                if b.dtype.kind not in "fc":
-                    continue
-                if not (np.all(np.isfinite(f)) and np.all(np.isfinite(n)) and np.all(np.isfinite(b))):
-                    settled = False
-                    break
-                slope_far = (f.astype(np.float64) - b) / (side * step)
-                slope_near = (n.astype(np.float64) - b) / (side * step / 10)
-                tolerance = 0.2 * np.maximum(np.abs(slope_far), np.abs(slope_near)) + 1e-2 * (1 + np.abs(b)) / step
-                if not np.all(np.abs(slope_far - slope_near) <= tolerance):
-                    settled = False
-                    break
-            if settled:
+            if not (np.all(np.isfinite(f)) and np.all(np.isfinite(n)) and np.all(np.isfinite(b))):
+                return False, None
+            slope_far = (f.astype(np.float64) - b) / (side * step)
+            slope_near = (n.astype(np.float64) - b) / (side * step / 10)
+            tolerance = 0.2 * np.maximum(np.abs(slope_far), np.abs(slope_near)) + 1e-2 * (1 + np.abs(b)) / step
+            if not np.all(np.abs(slope_far - slope_near) <= tolerance):
+                return True, None
+            slopes.append(slope_near)
+        return True, slopes
+
+    def _finite_beside(self, index: int) -> bool:
+        """The forward stays finite when this input moves a little to one side or the other."""
+        step = self._step(index) / 10
+        for side in (1.0, -1.0):
+            moved = self._forward_with(index, side * step)
+            if moved is not None and all(a.dtype.kind not in "fc" or np.all(np.isfinite(a)) for a in moved):
                 return True
         return False
+
+    def _draws_random_numbers(self) -> bool:
+        """The forward's graph holds a random op (stateful, or stateless with a fixed seed)."""
+        flat = tf.nest.flatten(list(self.args))
+        positions = [i for i, v in enumerate(flat) if tf.is_tensor(v)]
+
+        def forward_only(*tensors: Any) -> Any:
+            moved = list(flat)
+            for i, t in zip(positions, tensors):
+                moved[i] = t
+            result, _ = self.wrapped(*tf.nest.pack_sequence_as(list(self.args), moved))
+            return [t for t in tf.nest.flatten(result) if tf.is_tensor(t)]
+
+        specs = [tf.TensorSpec(flat[i].shape, flat[i].dtype) for i in positions]
+        try:
+            with RECORDER.discarding():
+                graph = tf.function(forward_only, autograph=False).get_concrete_function(*specs).graph
+            graph_def = graph.as_graph_def()
+        except Exception:
+            return False
+        types = {node.op for node in graph_def.node}
+        types.update(node.op for function in graph_def.library.function for node in function.node_def)
+        return any(_is_random_op(t) for t in types)
 
     def _record_graph_failure(self, exc: Exception, where: str) -> None:
         """A failure only graph mode produces (CG009-CG012) is the static rule, confirmed."""
@@ -432,7 +521,7 @@ class _CheckedCall:
             RECORDER.record(
                 self.info, code,
                 f"'{self.name}': {reason.rstrip('.')} (in {where}; confirmed at runtime under {current_mode()})",
-                current_mode(),
+                current_mode(), via=self.via,
             )
 
 
@@ -472,9 +561,51 @@ def _from_autograph(info: DefInfo) -> DefInfo:
     return DefInfo(qualname, info.module, None, info.line, info.column)
 
 
+# modules whose frames are decorator machinery between a custom gradient and its caller
+_MACHINERY = ("runtime_check.", "tensorflow.python.ops.custom_gradient", "tensorflow.python.util.",
+              "tensorflow.python.autograph.", "tensorflow.python.eager.", "tensorflow.python.framework.")
+
+
+def reached_through(info: DefInfo, frame: Any) -> str:
+    """The function a library's inner custom gradient was reached through, as "module:qualname".
+
+    A definition nested in a wrapper or factory (TensorFlow Probability's helper builds
+    ``...none_wrapper.<locals>.f_wrapped`` for each decorated function) is shared code: the
+    public function tells the user which call it was. Walking out from ``frame``: past the
+    decorator machinery and the functions that enclose the definition, the outermost consecutive
+    frame of the definition's own package (``igammainv``, ``Distribution.sample``). "" when the
+    definition is not nested or its caller is outside its package.
+    """
+    shadow = RECORDER.state.shadow_via
+    if shadow is not None and shadow[0] == info.key:  # the plugin's re-run: the original call's answer
+        return shadow[1]
+    if ".<locals>." not in info.qualname or info.path is None:
+        return ""
+    package = info.module.split(".")[0]
+    enclosing = info.qualname.split(".<locals>.")
+    enclosing_names = {".<locals>.".join(enclosing[:i]) for i in range(1, len(enclosing))}
+    found = ""
+    for _ in range(200):  # bounded: the stack is
+        if frame is None:
+            break
+        code = frame.f_code
+        module = str(frame.f_globals.get("__name__", ""))
+        qualname = getattr(code, "co_qualname", code.co_name)
+        if (module + ".").startswith(_MACHINERY) or "__autograph_generated" in code.co_filename \
+                or (code.co_filename == info.path and qualname in enclosing_names):
+            frame = frame.f_back
+            continue
+        if module.split(".")[0] != package or qualname == "<module>":
+            break
+        found = f"{module}:{qualname}"
+        frame = frame.f_back
+    return found
+
+
 def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     RECORDER.note_call(info)
     mode = current_mode()
+    via = reached_through(info, sys._getframe(1))
     if kwargs:
         consequence = (
             "the keyword tensors get no gradient, or the custom gradient is bypassed entirely"
@@ -484,9 +615,9 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
             info, CG008,
             f"'{info.qualname}': called with keyword argument(s) {', '.join(sorted(kwargs))}; {consequence}"
             + ("" if mode == "eager" else f" (confirmed at runtime under {mode})"),
-            mode,
+            mode, via=via,
         )
-    call = _CheckedCall(info, wrapped, args, mode)
+    call = _CheckedCall(info, wrapped, args, mode, via)
 
     def forward(*fargs: Any, **fkwargs: Any) -> Any:
         return call.forward(*fargs, **fkwargs)
@@ -500,14 +631,18 @@ def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, .
                 info, CG004,
                 f"'{info.qualname}': the forward reads trainable variables but grad_fn does not accept "
                 f"`variables` (confirmed at runtime, {mode})",
-                mode,
+                mode, via=via,
             )
         raise
     hook = SHADOW_HOOK
     if hook is not None and mode == "eager" and RECORDER.state.shadow_depth == 0:
         # AutoGraph must not convert the re-run (it would turn the user's `if` into tf.cond).
         again = tf.autograph.experimental.do_not_convert(lambda *a: _checked_call(info, wrapped, a, {}))
-        hook(again, args, info, _input_names(wrapped, args), definition_identity(wrapped))
+        saved, RECORDER.state.shadow_via = RECORDER.state.shadow_via, (info.key, via)
+        try:
+            hook(again, args, info, _input_names(wrapped, args), definition_identity(wrapped))
+        finally:
+            RECORDER.state.shadow_via = saved
     return result
 
 

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from .checked import variable_name
 from .classify import classify, first_line
-from .issues import RECORDER, DefInfo, labels
+from .issues import RECORDER, DefInfo, labels, naming
 from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
 
 
@@ -115,6 +115,9 @@ class Exerciser:
 
     # -- single runs ------------------------------------------------------------------------------
 
+    def _named(self, args: Sequence[Any]) -> tuple[tuple[Any, str], ...]:
+        return tuple((a, n) for a, n in zip(args, self.names) if tf.is_tensor(a))
+
     def _call_args(self, inputs: InputSet) -> list[Any]:
         return [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in inputs.args]
 
@@ -122,7 +125,7 @@ class Exerciser:
         args = self._call_args(inputs)
         watched = [a for a in args if tf.is_tensor(a) and (a.dtype.is_floating or a.dtype.is_complex)]
         calls_before = RECORDER.call_count
-        with tf.GradientTape() as tape:
+        with tf.GradientTape() as tape, naming(self._named(args)):
             for tensor in watched:
                 tape.watch(tensor)
             try:
@@ -159,7 +162,7 @@ class Exerciser:
             for i, t in zip(positions, tensors):
                 call_args[i] = t
             watched = [call_args[i] for i in watched_positions]
-            with tf.GradientTape() as tape:
+            with tf.GradientTape() as tape, naming(self._named(call_args)):
                 for tensor in watched:
                     tape.watch(tensor)
                 result = fn(*call_args)
@@ -200,7 +203,7 @@ class Exerciser:
                 outcome.reject(str(why))
                 return False
             except _Failed as failure:
-                found = classify(failure.exc, python_args)
+                found = _contract_failure(failure, python_args)
                 if found is None:
                     outcome.reject(_in_our_words(failure))
                     return False
@@ -216,7 +219,7 @@ class Exerciser:
                 try:
                     self.traced(fn, inputs)
                 except _Failed as failure:
-                    found = classify(failure.exc, python_args)
+                    found = _contract_failure(failure, python_args)
                     if found is not None:
                         self._record_found(found, graph_mode)
                 except Exception:
@@ -226,7 +229,7 @@ class Exerciser:
             try:
                 graph = self.traced(fn, inputs)
             except _Failed as failure:
-                found = classify(failure.exc, python_args)
+                found = _contract_failure(failure, python_args)
                 if found is not None:
                     self._record_found(found, graph_mode)
                 else:
@@ -398,6 +401,20 @@ def trace_class(inputs: InputSet) -> tuple[Any, ...]:
         ("array", a.ndim, a.dtype.kind) if isinstance(a, np.ndarray) else ("python", repr(a))
         for a in inputs.args
     )
+
+
+# what TensorFlow says when the forward's result or grad's result breaks the contract: raised from
+# inside the forward's own code instead (a helper inspecting a callable, a nested unpacking), the
+# same words are about that code and its inputs, e.g. a probe's filler where a function was wanted
+_RESULT_CODES = ("CG001", "CG003")
+
+
+def _contract_failure(failure: _Failed, python_args: Sequence[Any]) -> tuple[str, str] | None:
+    """classify(), except that a result-contract code raised inside the forward body is no finding."""
+    found = classify(failure.exc, python_args)
+    if found is not None and found[0] in _RESULT_CODES and getattr(failure.exc, "_cg_in_forward_body", False):
+        return None
+    return found
 
 
 def _in_our_words(failure: _Failed) -> str:

@@ -144,9 +144,22 @@ class Issue:
     # what the issue is about: an input or variable name, "" for the function as a whole
     subject: str = ""
     inputs: str = ""
+    # the function the call came through when the definition is a library's or factory's inner
+    # function (TFP's helper wrapper): "module:qualname", "" when it was called directly
+    via: str = ""
 
-    def key(self) -> tuple[str, str, str]:
-        return (self.definition.key, self.code, self.subject)
+    def key(self) -> tuple[str, str, str, str]:
+        # one issue per public function: functions sharing one wrapper are reported each
+        return (self.definition.key, self.code, self.subject, self.via)
+
+    def via_note(self, besides: str = "") -> str:
+        """' (reached through 'igammainv' in tfp.math.special)', unless that is ``besides``."""
+        if not self.via:
+            return ""
+        module, _, qualname = self.via.partition(":")
+        if qualname in (besides, self.definition.qualname):
+            return ""
+        return f" (reached through '{qualname}' in {module})"
 
 
 @dataclass
@@ -154,6 +167,11 @@ class _ThreadState(threading.local):
     mode_label: str | None = None
     inputs_label: str = ""
     shadow_depth: int = 0
+    # the probe's own arguments and their names: a wrapper taking ``*args`` names them by these
+    arg_names: tuple[tuple[Any, str], ...] = ()
+    # set while the pytest plugin re-runs a call: (definition key, the function the original call
+    # came through), so the re-run's issues name it too
+    shadow_via: tuple[str, str] | None = None
 
 
 @dataclass
@@ -163,14 +181,28 @@ class Recorder:
     issues: list[Issue] = field(default_factory=list)
     calls: dict[str, DefInfo] = field(default_factory=dict)
     call_count: int = 0
-    _seen: dict[tuple[str, str, str], Issue] = field(default_factory=dict)
+    _seen: dict[tuple[str, str, str, str], Issue] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     state: _ThreadState = field(default_factory=_ThreadState)
 
-    def record(self, definition: DefInfo, code: str, message: str, mode: str, subject: str = "") -> None:
-        issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label)
+    def record(self, definition: DefInfo, code: str, message: str, mode: str, subject: str = "",
+               via: str = "") -> None:
+        shadow = self.state.shadow_via
+        if not via and shadow is not None and shadow[0] == definition.key:
+            via = shadow[1]
+        issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label, via)
         with self._lock:
             earlier = self._seen.get(issue.key())
+            if earlier is None:
+                # the same problem where one call's route was not known (a traced call, whose
+                # frames are generated code): one issue, named by the route that is known
+                same = [i for i in self.issues if i.key()[:3] == issue.key()[:3] and not (i.via and via)]
+                if same:
+                    earlier = same[0]
+                    if via and not earlier.via:
+                        del self._seen[earlier.key()]
+                        earlier.via = via
+                        self._seen[earlier.key()] = earlier
             if earlier is not None:
                 modes = earlier.mode.split(", ")
                 modes += [m for m in mode.split(", ") if m not in modes]
@@ -231,6 +263,17 @@ class labels:
 
     def __exit__(self, *exc: object) -> None:
         RECORDER.state.mode_label, RECORDER.state.inputs_label = self._saved
+
+
+@contextlib.contextmanager
+def naming(pairs: tuple[tuple[Any, str], ...]) -> Iterator[None]:
+    """While a probe runs: its arguments by name, for wrappers that only see ``*args``."""
+    state = RECORDER.state
+    saved, state.arg_names = state.arg_names, pairs
+    try:
+        yield
+    finally:
+        state.arg_names = saved
 
 
 def iter_lines(text: str) -> Iterator[str]:

@@ -170,9 +170,10 @@ def _local_findings(config: Any) -> list[dict[str, Any]]:
                 "line": line,
                 "column": column,
                 "code": str(issue.code),
-                "message": f"{issue.message} [{details}]",
+                "message": f"{issue.message}{issue.via_note()} [{details}]",
                 "function": info.qualname,
                 "mode": issue.mode,
+                "via": issue.via,
             }
         )  # plain types: execnet sends them
     return out
@@ -200,7 +201,8 @@ def _findings(config: Any, state: _State) -> list[Any]:
     unique: dict[tuple[Any, ...], dict[str, Any]] = {}
     for item in raw:  # two xdist workers may report the same function
         unique.setdefault(
-            (item["path"], item["line"], item["column"], item["code"], item["function"]), item
+            (item["path"], item["line"], item["column"], item["code"], item["function"], item.get("via", "")),
+            item,
         )
     findings = [
         Finding(

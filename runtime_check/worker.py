@@ -413,8 +413,9 @@ def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) ->
         line, column, qualname, where = entry.location.line, entry.location.column, entry.location.qualname, path
         message = issue.message.replace(f"'{info.qualname}': ", f"'{qualname}': ", 1)
         message = f"{message} (through the custom gradient '{info.qualname}' it reaches in {info.module})"
+        message += issue.via_note(besides=qualname)
     else:
-        message = issue.message
+        message = issue.message + issue.via_note()
         static = static_lines.get(qualname)
         if static is not None:
             line, column = static.line, static.column
