@@ -573,7 +573,8 @@ def reached_through(info: DefInfo, frame: Any) -> str:
     ``...none_wrapper.<locals>.f_wrapped`` for each decorated function) is shared code: the
     public function tells the user which call it was. Walking out from ``frame``: past the
     decorator machinery and the functions that enclose the definition, the outermost consecutive
-    frame of the definition's own package (``igammainv``, ``Distribution.sample``). "" when the
+    frame of the definition's own package that is not itself a closure (``igammainv``,
+    ``Normal.sample``, ``Dense.__call__``: a method by its instance's class). "" when the
     definition is not nested or its caller is outside its package.
     """
     shadow = RECORDER.state.shadow_via
@@ -597,9 +598,19 @@ def reached_through(info: DefInfo, frame: Any) -> str:
             continue
         if module.split(".")[0] != package or qualname == "<module>":
             break
-        found = f"{module}:{qualname}"
+        if ".<locals>." not in qualname:  # a decorator's closure (Keras's error_handler) is no public name
+            found = _as_called(frame, module, qualname)
         frame = frame.f_back
     return found
+
+
+def _as_called(frame: Any, module: str, qualname: str) -> str:
+    """"module:qualname"; a method by the class of its instance (``Dense.__call__`` in Dense's module,
+    not the base's ``Operation.__call__``)."""
+    owner = frame.f_locals.get("self") if "." in qualname else None
+    if owner is None or isinstance(owner, type):
+        return f"{module}:{qualname}"
+    return f"{type(owner).__module__}:{type(owner).__qualname__}.{frame.f_code.co_name}"
 
 
 def _checked_call(info: DefInfo, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -114,6 +114,8 @@ def matches(expected: list[str], actual: list[str]) -> bool:
 def scratch_copy(tmp: Path) -> Path:
     work = tmp / "repo"
     shutil.copytree(ROOT / "examples", work / "examples")
+    # runtime-check's pages also show runs over the test fixtures (a quantized Keras layer)
+    shutil.copytree(ROOT / "tests" / "runtime" / "fixtures", work / "tests" / "runtime" / "fixtures")
     shutil.copy(ROOT / "pyproject.toml", work / "pyproject.toml")
     (work / "tmp").mkdir()
     return work
