@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import collections.abc
+import functools
 import inspect
 import textwrap
 import typing
@@ -91,8 +92,12 @@ def _type_names(node: ast.expr) -> list[str]:
     return []
 
 
+@functools.lru_cache(maxsize=256)
 def kinds_from_body(func: Any) -> dict[str, str]:
-    """Parameter -> kind, from ``isinstance(p, T)``, ``callable(p)`` and ``p(...)`` in ``func``'s body."""
+    """Parameter -> kind, from ``isinstance(p, T)``, ``callable(p)`` and ``p(...)`` in ``func``'s body.
+
+    Cached: a factory or constructor is called again for every probe. The dict is shared; do not
+    change it."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError, ValueError, IndentationError):

@@ -100,10 +100,10 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
     return required, varargs
 
 
-def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool,
-                     callables: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool) -> dict[str, Any]:
     """``given`` plus a value for every other required parameter, of the kind its annotation or
-    the body says (``constructor_values``; a function for parameters the body calls)."""
+    the body says (``constructor_values``; a function for parameters the body calls, whatever
+    their annotation)."""
     from .constructor_values import Unknown, kind_of_annotation, kinds_from_body, make_value
 
     try:
@@ -113,19 +113,16 @@ def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first
     if skip_first and params:
         params = params[1:]
     out = dict(given)
-    from_body: dict[str, str] | None = None
-    for p in params:
-        if p.name in out or p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
+    missing = [p for p in params
+               if p.name not in out and p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    from_body = kinds_from_body(func) if missing else {}
+    for p in missing:
         try:
-            kind = "callable" if p.name in callables else kind_of_annotation(p.annotation)
+            kind = "callable" if from_body.get(p.name) == "callable" else kind_of_annotation(p.annotation)
         except Unknown as unknown:
             raise CannotCall(f"{getattr(func, '__qualname__', 'it')} requires '{p.name}' ({unknown}); "
                              "declare `init` for it in [tool.cg_lint.runtime]") from None
-        if kind is None:
-            from_body = kinds_from_body(func) if from_body is None else from_body
-            kind = from_body.get(p.name, "int")
-        out[p.name] = make_value(kind, probe_function)
+        out[p.name] = make_value(kind or from_body.get(p.name, "int"), probe_function)
     return out
 
 
@@ -191,23 +188,6 @@ def returns_inner(path: str, outer: str, inner: str) -> bool:
     return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
 
 
-def called_parameters(path: str, qualname: str) -> set[str]:
-    """Parameters of ``qualname`` that its body calls: they take a function."""
-    import ast as _ast
-
-    from .inputs.hints import find_function
-
-    tree = _parsed(path)
-    if tree is None:
-        return set()
-    function = find_function(tree, qualname)
-    if function is None:
-        return set()
-    params = {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
-    return {n.func.id for n in _ast.walk(function)
-            if isinstance(n, _ast.Call) and isinstance(n.func, _ast.Name) and n.func.id in params}
-
-
 def probe_function(*args: Any, **kwargs: Any) -> Any:
     """Passed for a parameter the body calls: differentiable, scales its first argument."""
     import tensorflow as tf
@@ -225,10 +205,8 @@ def _factory_entry(module: ModuleType, path: str, d: Definition, init: dict[str,
     if not callable(factory) or isinstance(factory, type) or not returns_inner(path, top, d.name):
         return None
 
-    callables = called_parameters(path, top)
-
     def make() -> Callable[..., Any]:
-        arguments = filled_arguments(factory, init, skip_first=False, callables=callables)
+        arguments = filled_arguments(factory, init, skip_first=False)
         made = factory(**arguments)
         if not callable(made):
             raise CannotCall(f"'{top}' did not return a function")
