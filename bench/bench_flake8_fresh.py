@@ -35,22 +35,15 @@ import shutil
 import statistics
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
-# flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>` (bench_lint.py's)
-RUNNER = textwrap.dedent("""\
-    import sys
-    import flake8.plugins.finder as finder
-    found = finder._find_importlib_plugins
-    if sys.argv.pop(1) == "--no-cg":
-        finder._find_importlib_plugins = lambda: (p for p in found() if p.entry_point.name != "CG")
-    from flake8.main.cli import main
-    sys.exit(main(sys.argv[1:]))
-""")
+sys.path.insert(0, str(ROOT))
+# flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>`
+from bench.bench_lint import F8_RUNNER as RUNNER  # noqa: E402
+
 FILES = {
     "typical": "python/keras/mixed_precision/test_util.py",
     "no custom gradients": "python/keras/mixed_precision/policy.py",

@@ -483,20 +483,25 @@ def test_closing_stdin_ends_the_server(tmp_path):
             proc.wait()
 
 
-def test_without_pygls_one_line_and_exit_2(tmp_path):
-    # pygls made unimportable in a real interpreter (sys.modules[name] = None makes `import` fail)
+def server_without_pygls(cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``cg-lint server`` in a real interpreter where pygls cannot be imported
+    (``sys.modules[name] = None`` makes ``import`` fail)."""
     code = (
         "import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; "
         "sys.exit(main(['server']))"
     )
-    proc = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        cwd=tmp_path,
+        cwd=cwd,
         env=dict(os.environ, PYTHONPATH=str(ROOT)),
         timeout=WAIT,
     )
+
+
+def test_without_pygls_one_line_and_exit_2(tmp_path):
+    proc = server_without_pygls(tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
         "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "

@@ -18,7 +18,7 @@ from lint_helpers import ROOT
 pytest.importorskip("pygls.lsp.client")
 from lsprotocol import types  # noqa: E402
 
-from test_server import ARITY, Editor, run  # noqa: E402
+from test_server import ARITY, Editor, run, server_without_pygls  # noqa: E402
 
 DOC = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
 COMMAND = ["cg-lint", "server"]
@@ -59,18 +59,7 @@ def test_neovim_helix_and_emacs_start_the_server():
 
 def test_the_line_without_pygls_is_what_the_command_prints(tmp_path):
     [shown] = [b for b in blocks("text") if "pygls" in b]
-    code = (
-        "import sys; sys.modules['pygls'] = None; from cg_lint.cli import main; "
-        "sys.exit(main(['server']))"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
-        timeout=120,
-    )
+    proc = server_without_pygls(tmp_path)
     assert (proc.returncode, proc.stderr) == (2, shown)
     assert '$ python -m pip install "cg-lint[server]"' in DOC
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
