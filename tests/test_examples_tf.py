@@ -10,14 +10,11 @@ in both modes.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-from lint_helpers import ROOT
+from lint_helpers import ROOT, tf_driver_outcomes
 
 sys.path.insert(0, str(ROOT / "tests"))
 from tf_examples import examples  # noqa: E402
@@ -28,12 +25,7 @@ CASES = {key: (source, call, expect) for key, source, call, expect in examples()
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict:
-    pytest.importorskip("tensorflow")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "tf_examples_driver.py")], capture_output=True,
-                          text=True, env=env, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    return tf_driver_outcomes("tf_examples_driver.py", timeout=600)
 
 
 def clauses(expect: str) -> list[tuple[str, str, str]]:

@@ -6,26 +6,16 @@ never in the process that tests the linter.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from lint_helpers import tf_driver_outcomes
+
 pytestmark = pytest.mark.tf
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict:
-    pytest.importorskip("tensorflow")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "tf_repro_driver.py")], capture_output=True,
-                          text=True, env=env, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    return tf_driver_outcomes("tf_repro_driver.py", timeout=300)
 
 
 def _ok(result: str) -> bool:
