@@ -12,6 +12,7 @@ from cg_lint import __version__
 from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settings
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
+from cg_lint.processes import parse_jobs
 from cg_lint.runner import Interrupted, lint_paths
 from cg_lint.prefilter import might_contain
 from cg_lint.sources import lines_of, read_lines, read_regular, split_lines, too_large
@@ -44,15 +45,6 @@ def _codes(value: str) -> tuple[str, ...]:
     return codes
 
 
-def _jobs(value: str) -> int | None:
-    from .processes import parse_jobs
-
-    try:
-        return parse_jobs(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cg-lint", description="Lint TensorFlow custom gradients (@tf.custom_gradient).",
                 epilog="Other commands: 'cg-lint rule CODE' explains a rule, 'cg-lint rule --all' lists them; "
@@ -76,7 +68,7 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--isolated", action="store_true", help="ignore configuration files")
     p.add_argument("--disable-noqa", action="store_true", help="report findings silenced by '# noqa'")
     p.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
-    p.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+    p.add_argument("-j", "--jobs", type=parse_jobs, default=None, metavar="N",
                    help="worker processes: a number, or 'auto' or 0 for one per core (the default)")
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")

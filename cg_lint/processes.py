@@ -23,8 +23,8 @@ def prctl(option: int, value: int) -> bool:
 
 
 def parse_jobs(value: str) -> int | None:
-    """``-j``/``--jobs`` of both tools: a positive number, or ``auto`` or ``0`` (pylint's spelling)
-    for one worker per core (None)."""
+    """``-j``/``--jobs`` of both tools (an argparse ``type``): a positive number, or ``auto`` or
+    ``0`` (pylint's spelling) for one worker per core (None)."""
     if value.strip().lower() == "auto":
         return None
     try:
@@ -32,7 +32,9 @@ def parse_jobs(value: str) -> int | None:
     except ValueError:
         jobs = -1
     if jobs < 0:
-        raise ValueError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)")
+        import argparse
+
+        raise argparse.ArgumentTypeError(f"'{value}' is not a number of jobs (a positive integer, 0 or auto)")
     return jobs or None
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from cg_lint.codes import INFO_CODES
 from cg_lint.config import ConfigError, Settings, load_settings
 from cg_lint.formatters import FORMATS
+from cg_lint.processes import parse_jobs
 
 from . import __version__
 
@@ -40,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
                         help="per-function time limit, also for each module's import "
                              "(default 60, or [tool.cg_lint.runtime] timeout)")
-    parser.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+    parser.add_argument("-j", "--jobs", type=parse_jobs, default=None, metavar="N",
                         help="worker processes checking functions in parallel: a number, "
                              "or 'auto' or 0 for one per core (the default)")
     parser.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
@@ -68,16 +69,6 @@ def _seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds, not '{text}'")
     return value
-
-
-def _jobs(text: str) -> int | None:
-    """The same ``-j`` as cg-lint's: a positive number, or ``auto``/``0`` for one worker per core."""
-    from cg_lint.processes import parse_jobs
-
-    try:
-        return parse_jobs(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _size(text: str) -> int:
