@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cg_lint import __version__
-from cg_lint.config import ConfigError, Settings, check_code_prefix, load_settings
+from cg_lint.config import TRACE_CONTEXTS, ConfigError, Settings, check_code_prefix, load_settings
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
 from cg_lint.processes import parse_jobs
@@ -73,6 +73,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no summary line")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the result cache")
     p.add_argument("--cache-dir", help="the result cache's folder (default: $CG_LINT_CACHE_DIR or ~/.cache/cg-lint)")
+    p.add_argument("--trace-context", choices=TRACE_CONTEXTS, default=None,
+                   help="report graph-mode rules where the project can trace the definition (auto, the "
+                        "default), always, or never (docs/trace-context.md)")
     p.add_argument("--version", action="version", version=f"cg-lint {__version__}")
     return p
 
@@ -144,6 +147,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         start = start if _stat_ok(start, dir_only=True) else start.parent if str(start.parent) else Path(".")
         settings = load_settings(start=start if _stat_ok(start) else Path.cwd())
     return settings.with_cli(select=args.select, ignore=args.ignore, exclude=args.exclude,
+                             trace_context=args.trace_context,
                              extend_exclude=args.extend_exclude,
                              extend_select=(settings.extend_select + args.extend_select)
                              if args.extend_select else None)
@@ -178,13 +182,22 @@ def _check(args: argparse.Namespace) -> int:
         results.append(result)
     if args.fix or args.diff:
         return _fix_files(args, settings, results)
-    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key())
+    findings = sorted(_in_context(settings, [f for r in results for f in r.findings]), key=lambda f: f.sort_key())
     errors = [r.error for r in results if r.error is not None]
     _report(args, findings, read_lines(f.path for f in findings) if args.format == "text" else None, sys.stdout)
     for error in errors:
         print(error.one_line(), file=sys.stderr)
     _lint_summary(args, findings, sum(1 for r in results if r.parsed), errors)
     return _exit(args, findings, errors)
+
+
+def _in_context(settings: Settings, findings: list[Finding], overlays: dict[str, str] | None = None) -> list[Finding]:
+    """Graph-mode findings kept only where the project can trace the definition (cg_lint/project)."""
+    if settings.trace_context == "always" or not findings:
+        return findings
+    from cg_lint.project import TraceContexts, in_context
+
+    return in_context(findings, settings.trace_context, TraceContexts(overlays))
 
 
 def _result_cache(args: argparse.Namespace, settings: Settings):
@@ -218,7 +231,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
             result = lint_source(data, label, settings, apply_noqa=not args.disable_noqa)
             if cache is not None and key is not None:
                 cache.put(key, result)
-        findings = result.findings
+        findings = _in_context(settings, result.findings, {label: data.decode("utf-8", "replace")})
         errors = [result.error] if result.error else []
         sources = {label: lines_of(data, label)} if args.format == "text" else None
         _report(args, findings, sources, sys.stdout)

@@ -15,6 +15,7 @@ from cg_lint import __version__
 
 if TYPE_CHECKING:
     from cg_lint.engine import Caches
+    from cg_lint.project import TraceContexts
     from cg_lint.findings import FileResult
 
 
@@ -30,6 +31,7 @@ class Plugin:
     _explicit: tuple[str, ...] = ()
     _markers: tuple[str, ...] = markers()
     caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
+    trace_contexts: TraceContexts | None = None  # the projects this process has looked at
     _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
     _use_cache = True
 
@@ -85,8 +87,7 @@ class Plugin:
             key = cache.key(self.filename, source.encode("utf-8", "surrogatepass"))
             entry = cache.get_raw(key)
             if entry is not None:
-                for f in entry["findings"]:
-                    yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
+                yield from self._in_context(entry["findings"], source)
                 return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.config import Settings
@@ -118,8 +119,24 @@ class Plugin:
         # is flake8's own E999
         if error is not None and error.message.startswith(("internal error", "not analysed")):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
-        for f in result.findings:
-            yield (f.line, f.column - 1, f"{f.code} {f.message}", type(self))
+        yield from self._in_context([f.to_json() for f in result.findings], "".join(self.lines))
+
+    def _in_context(self, findings: list[dict[str, Any]], source: str) -> Iterator[tuple[int, int, str, type]]:
+        """Graph-mode findings only where the project around the file can trace the definition
+        (the CLI's decision, cg_lint/project: read from the files on disk, this file's text included)."""
+        from cg_lint.project import graph_only
+
+        if any(graph_only(f["code"]) for f in findings):
+            from cg_lint.findings import Finding
+            from cg_lint.project import TraceContexts, in_context
+
+            if Plugin.trace_contexts is None:
+                Plugin.trace_contexts = TraceContexts()
+            Plugin.trace_contexts.overlay(self.filename, source)
+            kept = in_context([Finding.from_json(f) for f in findings], "auto", Plugin.trace_contexts)
+            findings = [f.to_json() for f in kept]
+        for f in findings:
+            yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
 
 
 def _one_line(message: str) -> str:

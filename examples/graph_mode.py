@@ -57,4 +57,15 @@ def safe_sqrt(x):
 
 
 data = tf.constant([0.25, 1.0, 4.0])
-print(safe_sqrt(data), leaky_clip(data, 0.1), repeat_sin(data, 3), normalized(data))
+
+
+@tf.function  # each custom gradient above runs traced here, where it breaks
+def total():
+    with tf.GradientTape() as tape:
+        tape.watch(data)
+        y = safe_sqrt(data) + leaky_clip(data, 0.1) + repeat_sin(data, 3) + normalized(data)
+    return tape.gradient(y, data)
+
+
+if __name__ == "__main__":
+    print(total())

@@ -39,6 +39,7 @@ from cg_lint.server.workspace_config import WorkspaceConfig
 
 if TYPE_CHECKING:
     from cg_lint.engine import Caches
+    from cg_lint.project import TraceContexts
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 # the engine recurses once per nesting level (recursion limit 10,000): give its thread the room
@@ -75,6 +76,7 @@ class CgLintServer(LanguageServer):
         self.linted: dict[str, Linted] = {}
         self.asts: dict[str, IncrementalAst] = {}  # per document: touched only on the worker thread
         self.caches: Caches | None = None  # the engine's, for the session (libcst imported then)
+        self.trace: TraceContexts | None = None  # the projects of the open files (cg_lint/project)
         self.schedules: dict[str, _Schedule] = {}
         self.debounce = 0.0  # seconds to wait after a change before linting (initializationOptions)
         self.rule_url: str | None = None
@@ -123,6 +125,18 @@ class CgLintServer(LanguageServer):
         name = uri.rsplit("/", 1)[-1] or "untitled.py"
         return os.path.join(root, name), root
 
+    def in_context(self, findings: list[Finding], settings: Settings, path: str, text: str) -> list[Finding]:
+        """Graph-mode findings only where the project can trace the definition, as the CLI
+        decides (cg_lint/project), with the open buffer in place of the file on disk."""
+        if settings.trace_context == "always" or not findings:
+            return findings
+        from cg_lint.project import TraceContexts, in_context
+
+        if self.trace is None:
+            self.trace = TraceContexts()
+        self.trace.overlay(path, text)
+        return in_context(findings, settings.trace_context, self.trace)
+
     def lint_now(self, uri: str, version: int | None, text: str) -> Linted:
         """Lint one text (on the worker thread). Never raises: a failure is logged."""
         path = uri
@@ -164,12 +178,13 @@ class CgLintServer(LanguageServer):
                     f"cg-lint: {result.error.one_line()}",
                     types.MessageType.Error if internal else types.MessageType.Log,
                 )
+            findings = self.in_context(result.findings, settings, path, text)
             lines = convert.split_lines(text)
             units = self.workspace.position_codec.client_num_units
             diagnostics = [
-                convert.diagnostic(lines, f, units, self.rule_url) for f in result.findings
+                convert.diagnostic(lines, f, units, self.rule_url) for f in findings
             ]
-            return Linted(version, text, lines, result.findings, diagnostics, settings, path)
+            return Linted(version, text, lines, findings, diagnostics, settings, path)
         except Exception as e:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             self.log(
@@ -347,6 +362,8 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     async def did_save(ls: CgLintServer, params: types.DidSaveTextDocumentParams) -> None:
+        if ls.trace is not None:  # other modules may have changed too: read the project again
+            ls.linter.submit(ls.trace.refresh)
         ls.schedule(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)

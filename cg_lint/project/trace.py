@@ -1,0 +1,127 @@
+"""Whether a custom gradient can run under ``tf.function``, decided from what the project does.
+
+The search walks from the definition to its callers (and theirs), across the project's modules,
+until it meets a trace root: a ``tf.function``, a Keras ``call``/``train_step``/... (Keras traces
+them in ``fit``), a function handed to ``tf.data`` ``map``, ``strategy.run``, ``tf.cond``...; or a
+public function of an installable library, which its users may trace. Calls at a module's top level
+or under ``if __name__ == "__main__":``, and functions handed to ``tf.py_function``, run eagerly and
+are not followed. Nothing found within the budget: the definition is taken to run eagerly, and the
+graph-mode rules stay quiet ("when in doubt, stay quiet").
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass
+
+from cg_lint.project.modules import Project, project_root
+
+MAX_DEPTH = 8
+MAX_NODES = 400
+
+
+@dataclass(frozen=True)
+class Verdict:
+    traced: bool
+    why: str  # how it is reached under tf.function, or why nothing is (for notes and docs)
+
+
+@dataclass(frozen=True)
+class _Node:
+    path: str
+    qualname: str
+    depth: int
+
+
+class TraceContexts:
+    """Verdicts for the custom gradients of a run, one project per root, each searched once."""
+
+    def __init__(self, overlays: dict[str, str] | None = None) -> None:
+        # texts newer than the files on disk (an editor's buffer), by absolute path
+        self.overlays: dict[str, str] = {}
+        self._projects: dict[str, Project] = {}
+        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        for path, text in (overlays or {}).items():
+            self.overlay(path, text)
+
+    def refresh(self) -> None:
+        """Read the files again (they changed on disk: a save, a checkout)."""
+        self._projects.clear()
+        self._verdicts.clear()
+
+    def overlay(self, path: str, text: str) -> None:
+        """Use ``text`` for ``path`` instead of the file (an editor's unsaved buffer)."""
+        key = os.path.abspath(path)
+        if self.overlays.get(key) != text:
+            self.overlays[key] = text
+            self._verdicts.clear()
+
+    def project_of(self, path: str) -> Project:
+        root = project_root(path)
+        found = self._projects.get(root)
+        if found is None:
+            found = self._projects[root] = Project(root, self.overlays)
+        return found
+
+    def verdict(self, path: str, qualname: str) -> Verdict:
+        key = (os.path.abspath(path), qualname)
+        found = self._verdicts.get(key)
+        if found is None:
+            found = self._verdicts[key] = _search(self.project_of(path), key[0], qualname)
+        return found
+
+
+def _public(qualname: str) -> bool:
+    return "<locals>" not in qualname and not any(
+        p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in qualname.split("."))
+
+
+def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C901 (one walk, its cases)
+    queue = deque([_Node(path, qualname, 0)])
+    seen = {(path, qualname)}
+    eager: list[str] = []
+    while queue and len(seen) <= MAX_NODES:
+        node = queue.popleft()
+        scan = project.scan(node.path)
+        rel = project.relative(node.path)
+        info = scan.function(node.qualname)
+        if info is not None and info.root is not None:
+            return Verdict(True, f"reached from {info.root} `{node.qualname}` at {rel}:{info.line}")
+        if scan.runs_eagerly:
+            eager.append(f"{rel} calls tf.config.run_functions_eagerly(True)")
+            continue
+        package = project.library_package(node.path)
+        if package is not None and _public(node.qualname) and not scan.has_main:
+            return Verdict(True, f"`{node.qualname}` is public in the package `{package}`, which its users "
+                                 f"may call under tf.function")
+        if node.depth >= MAX_DEPTH:
+            continue
+        owner, sep, _ = node.qualname.rpartition(".<locals>.")
+        if sep:  # a nested definition runs when the function around it does
+            if (node.path, owner) not in seen:
+                seen.add((node.path, owner))
+                queue.append(_Node(node.path, owner, node.depth + 1))
+            continue
+        name = node.qualname.rsplit(".", 1)[-1]
+        private = name.startswith("_") and not name.endswith("__")
+        for where in ([node.path] if private else project.mentioning(name)):
+            refs = project.scan(where).references.get(name, ())
+            for ref in refs:
+                at = f"{project.relative(where)}:{ref.line}"
+                if ref.how == "traced":
+                    return Verdict(True, f"`{name}` is passed to a tracing call at {at}")
+                if ref.how == "eager":
+                    eager.append(f"run through tf.py_function at {at}")
+                elif ref.owner is None:
+                    eager.append(f"called at the top level of {at}" if ref.how == "toplevel"
+                                 else f"called from __main__ at {at}")
+                elif ref.owner != node.qualname and (where, ref.owner) not in seen:
+                    seen.add((where, ref.owner))
+                    queue.append(_Node(where, ref.owner, node.depth + 1))
+    if eager:
+        return Verdict(False, "it runs only eagerly: " + "; ".join(dict.fromkeys(eager[:3])))
+    if project.truncated:
+        return Verdict(False, f"the project at {project.root} is too large to follow")
+    return Verdict(False, "nothing in the project calls it under tf.function")
+

@@ -1,0 +1,241 @@
+"""Trace context: graph-mode findings only where the project can run the definition under
+tf.function (cg_lint/project). Each project is a small tree of our own in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cg_lint.cli import main
+
+OPS = """
+    import tensorflow as tf
+
+
+    @tf.custom_gradient
+    def clip(x):
+        y = tf.clip_by_value(x, -1.0, 1.0)
+
+        def grad(dy):
+            if tf.reduce_all(tf.abs(x) < 1.0):
+                return dy
+            return dy * 0.5
+
+        return y, grad
+"""
+
+
+def _tree(root: Path, files: dict[str, str], marker: str | None = ".git") -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    if marker == ".git":
+        (root / ".git").mkdir(exist_ok=True)
+    elif marker is not None:
+        (root / marker).write_text(textwrap.dedent(marker_text(marker)))
+    return root
+
+
+def marker_text(marker: str) -> str:
+    return '[project]\nname = "pkg"\n' if marker == "pyproject.toml" else ""
+
+
+def _findings(capsys: pytest.CaptureFixture[str], *args: str) -> list[dict]:
+    code = main(["--no-cache", "--format", "json", *args])
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    return json.loads(out)
+
+
+def _codes(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
+    return [f["code"] for f in _findings(capsys, *args)]
+
+
+TRACED = {
+    "tf.function in another module": {"train.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        @tf.function
+        def step(x):
+            return clip(x)
+    """},
+    "through a helper to a tf.function": {"model.py": """
+        from ops import clip
+
+        def head(x):
+            return clip(x) * 2.0
+    """, "train.py": """
+        import tensorflow as tf
+        import model
+
+        @tf.function(jit_compile=False)
+        def step(x):
+            return model.head(x)
+    """},
+    "a Keras layer's call": {"layers.py": """
+        import keras
+        from ops import clip
+
+        class Base(keras.layers.Layer):
+            pass
+
+        class Clipped(Base):
+            def call(self, x):
+                return clip(x)
+    """},
+    "tf.data map": {"data.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        def prep(x):
+            return clip(x)
+
+        ds = tf.data.Dataset.range(3).map(prep)
+    """},
+    "tf.function() of a lambda": {"train.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        step = tf.function(lambda x: clip(x))
+    """},
+    "strategy.run": {"train.py": """
+        from ops import clip
+
+        def replica(x):
+            return clip(x)
+
+        def go(strategy, x):
+            return strategy.run(replica, args=(x,))
+    """},
+    "train_step of a Model": {"model.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        class Net(tf.keras.Model):
+            def train_step(self, data):
+                return clip(data)
+    """},
+}
+
+
+@pytest.mark.parametrize("how", sorted(TRACED))
+def test_traced_anywhere_in_the_project_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    how: str) -> None:
+    root = _tree(tmp_path, {"ops.py": OPS, **TRACED[how]})
+    found = _findings(capsys, str(root))
+    assert [f["code"] for f in found] == ["CG009"]
+    assert "(reached from" in found[0]["message"] or "passed to a tracing call" in found[0]["message"]
+
+
+EAGER = {
+    "a script's top level": {"run.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        print(clip(tf.constant([0.5])))
+    """},
+    "__main__ through a helper": {"train.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        def loss(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = clip(x)
+            return tape.gradient(y, x)
+
+        if __name__ == "__main__":
+            loss(tf.constant([2.0]))
+    """},
+    "tf.py_function inside a tf.function": {"train.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        @tf.function
+        def step(x):
+            return tf.py_function(clip, [x], tf.float32)
+    """},
+    "nothing calls it": {},
+    "run_functions_eagerly(True)": {"train.py": """
+        import tensorflow as tf
+        from ops import clip
+
+        tf.config.run_functions_eagerly(True)
+
+        def step(x):
+            return clip(x)
+    """},
+    "builtin map is not tf.data": {"run.py": """
+        from ops import clip
+
+        def go(xs):
+            return list(map(clip, xs))
+    """},
+}
+
+
+@pytest.mark.parametrize("how", sorted(EAGER))
+def test_eager_by_construction_is_quiet(tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    root = _tree(tmp_path, {"ops.py": OPS, **EAGER[how]})
+    assert _codes(capsys, str(root)) == []
+    # the setting overrides the evidence
+    assert _codes(capsys, "--trace-context", "always", str(root)) == ["CG009"]
+
+
+def test_never_silences_even_traced_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _tree(tmp_path, {"ops.py": OPS, **TRACED["tf.function in another module"]})
+    assert _codes(capsys, "--trace-context", "never", str(root)) == []
+
+
+def test_the_setting_from_pyproject(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _tree(tmp_path, {"ops.py": OPS}, marker=None)
+    (root / "pyproject.toml").write_text('[tool.cg_lint]\ntrace-context = "always"\n')
+    assert _codes(capsys, str(root)) == ["CG009"]
+    (root / "pyproject.toml").write_text('[tool.cg_lint]\ntrace-context = "sometimes"\n')
+    assert main(["--no-cache", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "trace-context' must be one of auto, always, never" in err
+
+
+def test_a_library_s_public_functions_may_be_traced_by_its_users(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    root = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "tests/test_ops.py": OPS,
+                            "pkg/_private.py": OPS.replace("def clip", "def _clip")}, marker="pyproject.toml")
+    found = _findings(capsys, str(root))
+    # the package's public function; not the tests' copy, not a private module nobody calls
+    assert [(Path(f["path"]).relative_to(root).as_posix(), f["code"]) for f in found] == [("pkg/ops.py", "CG009")]
+    assert "public in the package `pkg`" in found[0]["message"]
+
+
+def test_a_nested_definition_runs_when_its_factory_does(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    factory = """
+        import tensorflow as tf
+
+        def make(scale):
+            @tf.custom_gradient
+            def op(x):
+                def grad(dy):
+                    return dy * scale
+                return tf.identity(x), grad
+            return op
+    """
+    root = _tree(tmp_path, {"ops.py": factory.replace("return dy * scale", "return dy * float(x)"),
+                            "run.py": "import ops\nprint(ops.make(2.0)(1.0))\n"})
+    assert _codes(capsys, str(root)) == []
+    (root / "train.py").write_text("import tensorflow as tf\nimport ops\nstep = tf.function(ops.make(2.0))\n")
+    assert _codes(capsys, str(root)) == ["CG010"]
+
+
+def test_stdin_uses_the_buffer_and_the_project_on_disk(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"ops.py": "", **TRACED["tf.function in another module"]})
+    run = subprocess.run([sys.executable, "-m", "cg_lint", "--no-cache", "--format", "json", "--stdin-filename",
+                          str(root / "ops.py"), "-"], input=textwrap.dedent(OPS), capture_output=True, text=True,
+                         timeout=60)
+    assert [f["code"] for f in json.loads(run.stdout)] == ["CG009"], run.stderr
