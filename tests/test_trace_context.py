@@ -239,3 +239,28 @@ def test_stdin_uses_the_buffer_and_the_project_on_disk(tmp_path: Path) -> None:
                           str(root / "ops.py"), "-"], input=textwrap.dedent(OPS), capture_output=True, text=True,
                          timeout=60)
     assert [f["code"] for f in json.loads(run.stdout)] == ["CG009"], run.stderr
+
+
+def test_a_class_that_runs_functions_eagerly_before_its_methods(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    bridge = """
+        import tensorflow as tf
+
+        class Bridge(tf.keras.layers.Layer):
+            def __init__(self, fn):
+                super().__init__()
+                self.fn = fn
+                tf.config.run_functions_eagerly(True)  # every tf.function below runs eagerly
+
+            @tf.custom_gradient
+            def forward(self, x):
+                out = self.fn(x.numpy())
+                return tf.constant(out), lambda dy: dy
+
+            def call(self, x):
+                return self.forward(x)
+    """
+    root = _tree(tmp_path, {"bridge.py": bridge})
+    assert _codes(capsys, str(root)) == []
+    (root / "bridge.py").write_text(textwrap.dedent(bridge).replace("tf.config.run", "# tf.config.run"))
+    assert _codes(capsys, str(root)) == ["CG010"]

@@ -61,6 +61,8 @@ class ModuleScan:
     # class name -> the names of its bases, as written (last component)
     bases: dict[str, list[str]] = field(default_factory=dict)
     runs_eagerly: bool = False  # tf.config.run_functions_eagerly(True) at module level
+    # classes whose own methods call it (their __init__, say): their methods run after it did
+    eager_classes: set[str] = field(default_factory=set)
     has_main: bool = False  # `if __name__ == "__main__":`: a script
 
     def function(self, qualname: str) -> FunctionInfo | None:
@@ -119,6 +121,7 @@ class _Scanner(ast.NodeVisitor):
         self.classes: list[str | None] = [None]
         self.main = 0  # depth inside `if __name__ == "__main__":`
         self.handled: set[int] = set()  # names already recorded as handed to a wrapper
+        self.method_class: str | None = None  # the class of the method being read
 
     # -- definitions ---------------------------------------------------------------------------
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
@@ -129,6 +132,9 @@ class _Scanner(ast.NodeVisitor):
         if any(is_tf_function(d) for d in node.decorator_list):
             info.root = "tf.function"
         self.scan.functions[qualname] = info
+        outer_class = self.method_class
+        if self.classes[-1] is not None:
+            self.method_class = self.classes[-1]
         self.stack += [node.name, "<locals>"]
         self.owners.append(qualname)
         self.classes.append(None)
@@ -140,6 +146,7 @@ class _Scanner(ast.NodeVisitor):
         self.stack = self.stack[:-2]
         self.owners.pop()
         self.classes.pop()
+        self.method_class = outer_class
 
     visit_FunctionDef = _function
     visit_AsyncFunctionDef = _function
@@ -190,9 +197,12 @@ class _Scanner(ast.NodeVisitor):
             callee = None  # the builtins map/filter, functools' reduce: not tf.data
         if callee in _EAGER_WRAPPERS or callee in _TRACERS or callee in _TF_FUNCTION or callee == "compile":
             self._wrapped_args(node, callee)
-        elif (callee in ("run_functions_eagerly", "experimental_run_functions_eagerly") and self.owners[-1] is None
+        elif (callee in ("run_functions_eagerly", "experimental_run_functions_eagerly")
               and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is True):
-            self.scan.runs_eagerly = True
+            if self.owners[-1] is None:
+                self.scan.runs_eagerly = True
+            elif self.method_class is not None:
+                self.scan.eager_classes.add(self.method_class)
         self.generic_visit(node)
 
     def _wrapped_args(self, node: ast.Call, callee: str) -> None:

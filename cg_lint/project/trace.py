@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from cg_lint.project.modules import Project, project_root
+from cg_lint.project.scan import ModuleScan
 
 MAX_DEPTH = 8
 MAX_NODES = 400
@@ -91,6 +92,10 @@ def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C90
         if scan.runs_eagerly:
             eager.append(f"{rel} calls tf.config.run_functions_eagerly(True)")
             continue
+        owner_class = _class_of(scan, node.qualname)
+        if owner_class in scan.eager_classes:
+            eager.append(f"{owner_class} calls tf.config.run_functions_eagerly(True) before its methods run")
+            continue
         package = project.library_package(node.path)
         if package is not None and _public(node.qualname) and not scan.has_main:
             return Verdict(True, f"`{node.qualname}` is public in the package `{package}`, which its users "
@@ -125,3 +130,10 @@ def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C90
         return Verdict(False, f"the project at {project.root} is too large to follow")
     return Verdict(False, "nothing in the project calls it under tf.function")
 
+
+
+def _class_of(scan: ModuleScan, qualname: str) -> str | None:
+    """The class whose method (or a function nested in one) ``qualname`` is."""
+    top = qualname.split(".<locals>.", 1)[0]
+    info = scan.function(top)
+    return info.class_name if info is not None else None
