@@ -36,6 +36,9 @@ HERE = Path(__file__).resolve().parent
 MANIFEST = HERE / "manifest.tsv"
 MAX_BYTES = 1_000_000
 STAMP = ".corpus-stamp"
+# kept beside the Python files: they make a folder an installable package (the linter's trace
+# context treats a library's public functions as traceable by its users)
+PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 CHUNK = 500  # paths per `git archive` call, well under any argv limit
 
 
@@ -108,7 +111,7 @@ def select_files(git_dir: Path, entry: Entry) -> list[str]:
         # a size that is not a number is a blob the copy lacks (mirrors may drop huge files)
         if kind != "blob" or not size.isdigit() or int(size) > MAX_BYTES:
             continue
-        if matches(path, entry.patterns):
+        if matches(path, entry.patterns) or path in PROJECT_FILES:
             chosen.append(path)
     if not chosen:
         raise BuildError(f"no file at {entry.commit[:12]} matches {';'.join(entry.patterns)}")
@@ -163,7 +166,7 @@ def is_current(folder: Path, entry: Entry) -> bool:
     except ValueError:
         return False
     return recorded.get("commit") == entry.commit and tuple(recorded.get("patterns", ())) == entry.patterns \
-        and recorded.get("max_bytes") == MAX_BYTES
+        and recorded.get("max_bytes") == MAX_BYTES and (folder / ".git").is_dir()
 
 
 def build_one(entry: Entry, dest_root: Path, mirrors: Path | None) -> tuple[str, int]:
@@ -178,6 +181,8 @@ def build_one(entry: Entry, dest_root: Path, mirrors: Path | None) -> tuple[str,
         staging = Path(scratch) / "out"
         count = extract(git_dir, entry, files, staging)
         (staging / STAMP).write_text(stamp_text(entry, files))
+        # a repository of its own, as a clone is: the linter finds each project's root by it
+        subprocess.run(["git", "init", "-q", str(staging)], check=True, capture_output=True)
         if folder.exists():
             shutil.rmtree(folder)
         folder.parent.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ import libcst as cst
 
 from cg_lint.model.records import CallSite, CustomGradient, FuncNode
 from cg_lint.analyses.leaves import call_name
-from cg_lint.model.bodies import is_tf_function
+from cg_lint.model.bodies import is_tf_function, is_tf_function_name
 
 from cg_lint.syntax.index import FileIndex
 
@@ -40,6 +40,7 @@ class Context:
         self._index, self._record = index, record
         self._eager: tuple[str | None] | None = None
         self._calls: tuple[CallSite | None, CallSite | None] | None = None
+        self._converted: tuple[str | None] | None = None
 
     @property
     def eager_only(self) -> str | None:
@@ -47,6 +48,14 @@ class Context:
         if self._eager is None:
             self._eager = (_eager_only(self._index, self._record),)
         return self._eager[0]
+
+    @property
+    def converted(self) -> str | None:
+        """Why AutoGraph converts this definition's body (it is defined inside a function that a
+        ``tf.function`` of this file converts); None: it runs as written."""
+        if self._converted is None:
+            self._converted = (_converted(self._index, self._record),)
+        return self._converted[0]
 
     @property
     def traced_call(self) -> CallSite | None:
@@ -103,6 +112,62 @@ def _eager_only(index: FileIndex, record: CustomGradient) -> str | None:
         if all(kind in ("py_function", "eager") for kind in refs):
             return "every call is guarded by tf.executing_eagerly()"
     return None
+
+
+def _converted(index: FileIndex, record: CustomGradient) -> str | None:
+    """A definition nested in a function AutoGraph converts is converted with it (grad included):
+    a ``@tf.function`` def (not ``autograph=False``), a def this file hands to ``tf.function(...)``
+    or ``Dataset.map``, or a plain function of this file that such a function calls. Keras
+    ``call``/``train_step`` are never converted (tests/tf_behaviour: Keras is on AutoGraph's
+    do-not-convert list), and neither is a factory called outside and only its result traced."""
+    owner = index.enclosing(record.node, (cst.FunctionDef,))
+    seen: set[int] = set()
+    while owner is not None and id(owner) not in seen:
+        seen.add(id(owner))
+        why = _converting(index, owner, depth=0, seen=set())  # type: ignore[arg-type]
+        if why is not None:
+            return why
+        owner = index.enclosing(owner, (cst.FunctionDef,))
+    return None
+
+
+def _converting(index: FileIndex, func: cst.FunctionDef, depth: int, seen: set[int]) -> str | None:
+    if id(func) in seen or depth > 4:
+        return None
+    seen.add(id(func))
+    if is_tf_function(func, index):
+        if any(type(d.decorator) is cst.Call and _autograph_off(d.decorator) for d in func.decorators):
+            return None
+        return f"it is defined inside '{func.name.value}', which tf.function converts"
+    name = func.name.value
+    scope = index.enclosing(func, (cst.FunctionDef, cst.Lambda))
+    for node in index.walk.walk(scope) if scope is not None else index.nodes:
+        if type(node) is not cst.Name or node.value != name:
+            continue
+        parent = index.parent(node)
+        if type(parent) is cst.Arg and _hands_to_autograph(index, parent):
+            return f"it is defined inside '{name}', which this file hands to AutoGraph"
+        if type(parent) is cst.Call and parent.func is node:
+            caller = index.enclosing(parent, (cst.FunctionDef,))
+            if type(caller) is cst.FunctionDef and _converting(index, caller, depth + 1, seen) is not None:
+                return f"it is defined inside '{name}', which a converted function calls"
+    return None
+
+
+def _hands_to_autograph(index: FileIndex, arg: cst.Arg) -> bool:
+    """The first argument of ``tf.function(f)`` (AutoGraph on) or of ``dataset.map(f)``."""
+    call = index.parent(arg)
+    if type(call) is not cst.Call or not call.args or call.args[0] is not arg:
+        return False
+    if type(call.func) is cst.Attribute and call.func.attr.value in ("map", "filter", "flat_map", "interleave"):
+        return True
+    return (_last(cst.helpers.get_full_name_for_node(call.func)) == "function"
+            and any(is_tf_function_name(n) for n in index.qualnames(call.func)) and not _autograph_off(call))
+
+
+def _autograph_off(call: cst.Call) -> bool:
+    return any(a.keyword is not None and a.keyword.value == "autograph" and type(a.value) is cst.Name
+               and a.value.value == "False" for a in call.args)
 
 
 def module_runs_functions_eagerly(index: FileIndex) -> bool:

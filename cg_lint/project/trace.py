@@ -86,9 +86,6 @@ def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C90
         node = queue.popleft()
         scan = project.scan(node.path)
         rel = project.relative(node.path)
-        info = scan.function(node.qualname)
-        if info is not None and info.root is not None:
-            return Verdict(True, f"reached from {info.root} `{node.qualname}` at {rel}:{info.line}")
         if scan.runs_eagerly:
             eager.append(f"{rel} calls tf.config.run_functions_eagerly(True)")
             continue
@@ -96,6 +93,9 @@ def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C90
         if owner_class in scan.eager_classes:
             eager.append(f"{owner_class} calls tf.config.run_functions_eagerly(True) before its methods run")
             continue
+        info = scan.function(node.qualname)
+        if info is not None and info.root is not None:
+            return Verdict(True, f"reached from {info.root} `{node.qualname}` at {rel}:{info.line}")
         package = project.library_package(node.path)
         if package is not None and _public(node.qualname) and not scan.has_main:
             return Verdict(True, f"`{node.qualname}` is public in the package `{package}`, which its users "
