@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from cg_lint.rules.arity import ForwardReturnNotPair, GradientCountMismatch, UpstreamCountMismatch
+from cg_lint.rules.arity.gradient_count_mismatch import (
+    ForwardReturnNotPair,
+    GradientCountMismatch,
+    UpstreamCountMismatch,
+)
 from cg_lint.rules.base import Rule
-from cg_lint.rules.call_sites import KeywordArguments
-from cg_lint.rules.graph_mode import (
+from cg_lint.rules.call_sites.keyword_arguments import KeywordArguments
+from cg_lint.rules.graph_mode.tensor_truth_value import (
     ElementwiseCondPredicate,
     InputUsedAsPythonValue,
     TensorAsPythonValue,
     TensorTruthValue,
 )
-from cg_lint.rules.variables import (
+from cg_lint.rules.variables.missing_variables_argument import (
     MissingVariablesArgument,
     PositionalVariableGrads,
     VariableGradsNotList,

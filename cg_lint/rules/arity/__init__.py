@@ -1,0 +1,1 @@
+"""Arity rules (CG001-CG003), one module per rule."""

@@ -1,0 +1,1 @@
+"""Call-site rules (CG008), one module per rule."""

@@ -1,0 +1,1 @@
+"""Variables rules (CG004-CG007, CG018), one module per rule."""
