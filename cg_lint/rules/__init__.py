@@ -9,12 +9,10 @@ from cg_lint.rules.arity.gradient_count_mismatch import (
 )
 from cg_lint.rules.base import Rule
 from cg_lint.rules.call_sites.keyword_arguments import KeywordArguments
-from cg_lint.rules.graph_mode.tensor_truth_value import (
-    ElementwiseCondPredicate,
-    InputUsedAsPythonValue,
-    TensorAsPythonValue,
-    TensorTruthValue,
-)
+from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondPredicate
+from cg_lint.rules.graph_mode.input_used_as_python_value import InputUsedAsPythonValue
+from cg_lint.rules.graph_mode.tensor_as_python_value import TensorAsPythonValue
+from cg_lint.rules.graph_mode.tensor_truth_value import TensorTruthValue
 from cg_lint.rules.variables.missing_variables_argument import (
     MissingVariablesArgument,
     PositionalVariableGrads,
