@@ -13,13 +13,11 @@ from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondP
 from cg_lint.rules.graph_mode.input_used_as_python_value import InputUsedAsPythonValue
 from cg_lint.rules.graph_mode.tensor_as_python_value import TensorAsPythonValue
 from cg_lint.rules.graph_mode.tensor_truth_value import TensorTruthValue
-from cg_lint.rules.variables.missing_variables_argument import (
-    MissingVariablesArgument,
-    PositionalVariableGrads,
-    VariableGradsNotList,
-    VariableReadInGrad,
-    VariablesReturnNotPair,
-)
+from cg_lint.rules.variables.missing_variables_argument import MissingVariablesArgument
+from cg_lint.rules.variables.positional_variable_grads import PositionalVariableGrads
+from cg_lint.rules.variables.variable_grads_not_list import VariableGradsNotList
+from cg_lint.rules.variables.variable_read_in_grad import VariableReadInGrad
+from cg_lint.rules.variables.variables_return_not_pair import VariablesReturnNotPair
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(
     sorted(
