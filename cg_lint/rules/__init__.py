@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from cg_lint.rules.arity.gradient_count_mismatch import (
-    ForwardReturnNotPair,
-    GradientCountMismatch,
-    UpstreamCountMismatch,
-)
+from cg_lint.rules.arity.forward_return_not_pair import ForwardReturnNotPair
+from cg_lint.rules.arity.gradient_count_mismatch import GradientCountMismatch
+from cg_lint.rules.arity.upstream_count_mismatch import UpstreamCountMismatch
 from cg_lint.rules.base import Rule
 from cg_lint.rules.call_sites.keyword_arguments import KeywordArguments
 from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondPredicate

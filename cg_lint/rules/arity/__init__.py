@@ -1,1 +1,1 @@
-"""Arity rules (CG001-CG003), one module per rule."""
+"""Arity rules: the forward's return pair, grad's upstream parameters, grad's gradient count."""

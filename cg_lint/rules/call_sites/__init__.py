@@ -1,1 +1,1 @@
-"""Call-site rules (CG008), one module per rule."""
+"""Call-site rules: how custom-gradient functions are called in the same file."""
