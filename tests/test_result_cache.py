@@ -114,7 +114,7 @@ def test_an_edited_cg_lint_never_reads_the_old_results(tmp_path):
     run("bad.py", cwd=tmp_path, cache=cache, pythonpath=pkg)
     warm = run("bad.py", cwd=tmp_path, cache=cache, pythonpath=pkg, importtime=True)
     assert not imported_libcst(warm)
-    rule = pkg / "cg_lint" / "rules" / "arity.py"
+    rule = pkg / "cg_lint" / "rules" / "arity" / "gradient_count_mismatch.py"
     rule.write_text(rule.read_text() + "\n# edited\n")
     edited = run("bad.py", cwd=tmp_path, cache=cache, pythonpath=pkg, importtime=True)
     assert imported_libcst(edited) and output(edited) == output(warm)

@@ -71,6 +71,14 @@ def test_codes_and_names_are_unique():
     assert len({r.name for r in ALL_RULES}) == len(ALL_RULES)
 
 
+def test_each_rule_has_a_module_named_after_it():
+    """One rule per module, in its theme's package (Fixit's layout): CG009 tensor-truth-value of the
+    graph-mode theme is cg_lint/rules/graph_mode/tensor_truth_value.py."""
+    for rule in ALL_RULES:
+        theme, name = (part.replace("-", "_") for part in (rule.theme, rule.name))
+        assert rule.__module__ == f"cg_lint.rules.{theme}.{name}", f"{rule.code} lives in {rule.__module__}"
+
+
 def test_rule_docs_are_up_to_date():
     from cg_lint.docs import render
     from lint_helpers import ROOT

@@ -1,4 +1,4 @@
-"""Call-site rules: how custom-gradient functions are called in the same file."""
+"""CG008 keyword-arguments: keyword arguments at a call of a custom-gradient function."""
 
 from __future__ import annotations
 

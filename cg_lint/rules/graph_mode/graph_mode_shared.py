@@ -1,0 +1,58 @@
+"""What the graph-mode rules share: the tensor facts of a custom gradient, the bodies that can run
+under tf.function, and one finding per statement."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from cg_lint.analyses.contexts import asserts_eager, context_of
+from cg_lint.analyses.tensors import Tensors, python_value_uses, statement_of
+from cg_lint.findings import Finding
+from cg_lint.model.bodies import all_bodies
+from cg_lint.model.records import CustomGradient, FuncNode
+from cg_lint.rules.base import LintContext, Rule
+
+GRAPH = "under tf.function"
+
+
+def python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
+    key = ("python-values", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = python_value_uses(ctx.index, record)
+    return ctx.cache[key]  # type: ignore[return-value]
+
+
+def graph_tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
+    """Tensor facts for the graph-mode rules (shared); configuration inputs are CG012's business."""
+    key = ("tensors", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = Tensors(ctx.index, record, exclude=set(python_values(ctx, record)))
+    return ctx.cache[key]  # type: ignore[return-value]
+
+
+def graph_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[FuncNode, str]]:
+    """The bodies (nested functions included) that can run under tf.function: none when the custom
+    gradient only ever runs eagerly (cg_lint.analyses.contexts), and not those asserting eager execution."""
+    if context_of(ctx.index, record).eager_only:
+        return []
+    return [(b.func, b.who) for b in all_bodies(ctx.index, record)
+            if not asserts_eager(ctx.index, b.top) and not asserts_eager(ctx.index, b.func)]
+
+
+class Reporter:
+    """One finding per statement and rule: the first problem on a line is the one to fix."""
+
+    def __init__(self, rule: Rule, ctx: LintContext, record: CustomGradient) -> None:
+        self.rule, self.ctx, self.record = rule, ctx, record
+        self.seen: set[int] = set()
+
+    def __call__(self, node: cst.CSTNode, message: str) -> Finding | None:
+        stmt = statement_of(self.ctx.index, node)
+        if id(stmt) in self.seen:
+            return None
+        self.seen.add(id(stmt))
+        line, column = self.ctx.position(stmt)
+        note = context_of(self.ctx.index, self.record).traced_note()
+        if note:  # the file shows the graph mode the message is about
+            message = message.replace(GRAPH, GRAPH + note, 1)
+        return self.rule.finding(self.ctx, line, column, message, self.record.qualname)

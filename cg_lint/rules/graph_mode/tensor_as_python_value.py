@@ -1,0 +1,308 @@
+"""CG010 tensor-as-python-value: .numpy(), int()/float()/len(), NumPy or iteration on a tensor."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from cg_lint.analyses.leaves import call_name
+from cg_lint.analyses.tensors import Tensors, body_nodes
+from cg_lint.codes import CG010
+from cg_lint.findings import Finding
+from cg_lint.rules.base import LintContext, Rule, describe
+from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, Reporter, graph_bodies, graph_tensors
+
+_NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
+            "float": "float() argument must be ... not 'SymbolicTensor'",
+            "complex": "complex() argument must be ... not 'SymbolicTensor'"}
+
+
+class TensorAsPythonValue(Rule):
+    """`.numpy()`, `int()`/`float()`/`len()`, NumPy or iteration on a tensor in a custom gradient.
+
+    ## What it does
+    Flags, in the forward and in grad (and the functions nested in them, see CG009): `t.numpy()`,
+    `int(t)`, `float(t)`, `len(t)`, `np.*(t)`, `range(t)` (including `for i in range(t)`) and
+    iterating a tensor: `for row in t`, `for i in tf.range(n)`, comprehensions, and the builtins
+    that iterate their argument (`list`, `tuple`, `sum`, `max(t)`, `min(t)`, `any`, `all`,
+    `sorted`, `enumerate`, `zip`, `map`...), where `t` is a tensor (see CG009 for what counts as one).
+
+    ## Why is this bad?
+    AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
+    run on symbolic tensors, which have no value: `.numpy()` raises `AttributeError: 'SymbolicTensor'
+    object has no attribute 'numpy'`, `int()`/`float()` and `range()` raise `TypeError`, `len()`
+    raises `TypeError: len is not well defined for a symbolic Tensor`, NumPy raises
+    `NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array`, and iterating raises
+    `OperatorNotAllowedInGraphError`. All of them work eagerly.
+
+    ## Example
+    ```python
+    @tf.custom_gradient
+    def soft_sign(x):
+        def grad(dy):
+            return dy / np.square(1.0 + np.abs(x))
+        return x / (1.0 + tf.abs(x)), grad
+    ```
+
+    ## Use instead
+    ```python
+    @tf.custom_gradient
+    def soft_sign(x):
+        def grad(dy):
+            return dy / tf.square(1.0 + tf.abs(x))
+        return x / (1.0 + tf.abs(x)), grad
+    ```
+    Use the static shape (`x.shape[0]`) when a Python number is needed, and `tf.range`,
+    `tf.map_fn` or vectorised ops instead of Python loops over tensors.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## Known limitations
+    Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
+    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+
+    ## Eager-only code
+    Silent where graph mode cannot happen, as CG009 describes.
+    """
+
+    code = CG010
+    VALID = (
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    n = int(np.prod(x.shape[1:]))  # static shape: Python ints while tracing
+    for i in range(len(x.shape)):
+        pass
+    rows = [r for r in tf.unstack(x, num=2)]
+    scale = np.float32(0.5)
+    def grad(dy):
+        return tf.reshape(dy, [-1, n]) * scale
+    return tf.reshape(x, [-1, n]), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    if tf.executing_eagerly():
+        print(x.numpy())
+    sign, logdet = tf.linalg.slogdet(x)
+    return logdet, lambda dy: dy * tf.linalg.inv(x)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(*xs):
+    total = tf.add_n(list(xs))  # *xs is a tuple of tensors
+    return total, lambda dy: [dy for _ in xs]
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x, n):
+    for _ in range(n):  # n is used only as a Python value: CG012's business
+        x = tf.identity(x)
+    return x, lambda dy: (dy, None)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def rest_sum(x):
+    parts = tf.unstack(x, num=4)
+    parts = parts[1:]  # rebound from itself: still a Python list of tensors
+    total = tf.zeros_like(parts[0])
+    for part in parts:
+        total += part
+    return total, lambda dy: tf.concat([tf.zeros_like(dy[None]), tf.stack([dy] * 3)], 0)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    parts = tf.unstack(x, num=2)  # a Python list of tensors: sum() adds them
+    s = sum(parts)
+    n = max(x.shape[0], 1)  # static shape: a Python int
+    return s / n, lambda dy: dy * tf.ones_like(x) / n
+
+# tf: grad(total, [1.0, 2.0]) => both ok
+""",
+    )
+    INVALID = (
+        """
+import numpy as np
+import tensorflow as tf
+
+@tf.custom_gradient
+def soft_sign(x):
+    def grad(dy):
+        return dy / np.square(1.0 + np.abs(x))  # expect: CG010
+    return x / (1.0 + tf.abs(x)), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    threshold = float(tf.reduce_mean(x))  # expect: CG010
+    def grad(dy):
+        print(dy.numpy())  # expect: CG010
+        return dy
+    return tf.identity(x), grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def f(x):
+    ys = []
+    for i in range(tf.shape(x)[0]):  # expect: CG010
+        ys.append(x[i] * 2.0)
+    for row in tf.abs(x) * 2.0:  # expect: CG010
+        ys.append(row)
+    def grad(dy):
+        n = len(dy)  # expect: CG010
+        return dy * 2.0
+    return tf.stack(ys), grad
+""",
+        """
+from tensorflow.python.ops import math_ops
+from tensorflow import custom_gradient
+
+@custom_gradient
+def f(x):
+    y = math_ops.exp(x)
+    def grad(dy):
+        return [g * 2.0 for g in dy * y]  # expect: CG010
+    return y, grad
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def tail_sum(x):
+    h = x * 2.0
+    h = h[1:]  # rebound from itself: still one tensor
+    total = 0.0
+    for row in h:  # expect: CG010
+        total += row
+    return total, lambda dy: dy * tf.concat([[0.0], tf.fill(tf.shape(h), 2.0)], 0)
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def cubed(x):
+    y = x
+    for _ in tf.range(2):  # expect: CG010
+        y = y * x
+    return y, lambda dy: dy * 3.0 * x * x
+
+# tf: grad(cubed, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x):
+    s = sum(x)  # expect: CG010
+    return s, lambda dy: dy * tf.ones_like(x)
+
+# tf: grad(total, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def relu_if_any(x):
+    def grad(dy):
+        def mask(g):
+            return g * 0.0 if not any(x > 0) else g  # expect: CG010
+        return mask(dy)
+    return tf.identity(x), grad
+
+# tf: grad(relu_if_any, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        for record in ctx.records:
+            tensors = graph_tensors(ctx, record)
+            report = Reporter(self, ctx, record)
+            for func, who in graph_bodies(ctx, record):
+                for node in body_nodes(func, ctx.index):
+                    message = self._problem(ctx, tensors, node, who)
+                    if message and (finding := report(node, message)):
+                        yield finding
+
+    def _problem(self, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
+        if type(node) is cst.Call:
+            func = node.func
+            args = [a.value for a in node.args if not a.star]
+            if type(func) is cst.Attribute and func.attr.value == "numpy" and not node.args:
+                if tensors.is_tensor(func.value):
+                    return (f"{who} calls .numpy() on a tensor ({describe(func.value)}): {GRAPH} tensors are symbolic "
+                            f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
+                            f"compute with TF ops instead")
+                return None
+            if type(func) is cst.Name and func.value in _BUILTINS and not ctx.index.enclosing_env_binds(func):
+                if call_name(node, ctx.index.qualnames) == func.value:  # not an import of the same name
+                    return self._builtin(func.value, args, tensors, who)
+                return None
+            name = call_name(node, ctx.index.qualnames) or ""
+            if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
+                bad = next((a for a in args if tensors.is_tensor(a)), None)
+                if bad is not None:
+                    return (f"{who} passes a tensor ({describe(bad)}) to {name.replace('numpy.', 'np.')}(): {GRAPH} "
+                            f"this raises NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array; "
+                            f"use the tf.math (or tf.experimental.numpy) equivalent")
+            return None
+        if type(node) in (cst.For, cst.CompFor) and tensors.is_single_tensor(node.iter):
+            return self._iterates(who, node.iter)
+        return None
+
+    def _builtin(self, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
+        if fn == "range":
+            bad = next((a for a in args if tensors.is_tensor(a)), None)
+            if bad is None:
+                return None
+            return (f"{who} calls range() on a tensor ({describe(bad)}): {GRAPH} this raises TypeError: "
+                    f"'SymbolicTensor' object cannot be interpreted as an integer; use a static size "
+                    f"(x.shape[i]), tf.range, tf.map_fn or tf.while_loop")
+        if fn in _ITERATING:
+            if fn in ("max", "min") and len(args) != 1:
+                return None  # max(a, b) compares a and b: CG009's business
+            iterated = args[1:] if fn == "map" else args if fn == "zip" else args[:1]
+            bad = next((a for a in iterated if tensors.is_single_tensor(a)), None)
+            return self._iterates(who, bad, fn) if bad is not None else None
+        if len(args) != 1:
+            return None
+        arg = args[0]
+        if not tensors.is_tensor(arg):
+            return None
+        if fn == "len":
+            return (f"{who} calls len() on a tensor ({describe(arg)}): {GRAPH} this raises TypeError: len is not "
+                    f"well defined for a symbolic Tensor; use the static x.shape[0] or tf.shape(x)[0]")
+        return (f"{who} converts a tensor to a Python number with {fn}() ({describe(arg)}): {GRAPH} this raises "
+                f"TypeError: {_NUMBERS[fn]}; keep it a tensor (tf.cast) or use a static shape value")
+
+    @staticmethod
+    def _iterates(who: str, expr: cst.BaseExpression, builtin: str | None = None) -> str:
+        how = f"iterates over a tensor with {builtin}()" if builtin else "iterates over a tensor"
+        return (f"{who} {how} ({describe(expr)}): {GRAPH} this raises "
+                f"OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor is not allowed; use "
+                f"vectorised ops, tf.map_fn, or tf.unstack(x, num=...) with a static size")
+
+
+# builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate
+_ITERATING = frozenset({"list", "tuple", "set", "frozenset", "sum", "max", "min", "any", "all", "sorted",
+                        "enumerate", "zip", "map", "iter", "reversed"})
+_BUILTINS = frozenset({"int", "float", "complex", "len", "range"}) | _ITERATING

@@ -1,0 +1,153 @@
+"""CG007 positional-variable-grads: variable gradients listed by position."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import cast
+
+import libcst as cst
+
+from cg_lint.codes import CG007
+from cg_lint.findings import Finding
+from cg_lint.rules.base import LintContext, Rule, describe
+from cg_lint.rules.variables.variables_shared import literal_elements, pair_grads, resolved_literal, statement_position
+
+
+class PositionalVariableGrads(Rule):
+    """Variable gradients listed by position (`[g_w, g_b]`) instead of matched to `variables`.
+
+    ## What it does
+    Flags a grad that returns its variable gradients as a literal list of two or more different
+    entries, when the forward reads variables.
+
+    ## Why is this bad?
+    The order of `variables` is not the order in which the forward reads them. Eagerly it comes from
+    a set and changes from run to run; under `tf.function` it is sorted by variable name. A list
+    written in read order silently sends each gradient to the wrong variable (no error; the optimizer
+    then trains with wrong gradients).
+
+    ## Example
+    ```python
+    w = tf.Variable(2.0, name="w")
+    b = tf.Variable(1.0, name="b")
+
+    @tf.custom_gradient
+    def affine(x):
+        def grad(dy, variables=None):
+            return dy * 2.0, [tf.reduce_sum(dy * x), tf.reduce_sum(dy)]
+        return x * w + b, grad
+    ```
+
+    ## Use instead
+    ```python
+    w = tf.Variable(2.0, name="w")
+    b = tf.Variable(1.0, name="b")
+
+    @tf.custom_gradient
+    def affine(x):
+        def grad(dy, variables=None):
+            by_var = {w.ref(): tf.reduce_sum(dy * x), b.ref(): tf.reduce_sum(dy)}
+            return dy * 2.0, [by_var[v.ref()] for v in variables]
+        return x * w + b, grad
+    ```
+
+    ## Fix safety
+    No automatic fix.
+
+    ## Known limitations
+    Lists built in a loop (`grads.append(...)`) in read order are not detected.
+    """
+
+    code = CG007
+    VALID = (
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+b = tf.Variable(1.0)
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy, variables=None):
+        var_grads = [tf.reduce_sum(dy * x) if v is w else tf.reduce_sum(dy) for v in variables]
+        return dy * 2.0, var_grads
+    return x * w + b, grad
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+b = tf.Variable(1.0)
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy, variables=None):
+        return dy, [None, None]  # identical entries: the order does not matter
+    return x * w + b, grad
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+@tf.custom_gradient
+def f(x):
+    def grad(dy, variables=None):
+        return dy, [tf.reduce_sum(dy * x)]  # one variable: nothing to mix up
+    return x * w, grad
+""",
+    )
+    INVALID = (
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+b = tf.Variable(1.0, name="b")
+
+@tf.custom_gradient
+def affine(x):
+    def grad(dy, variables=None):
+        return dy * 2.0, [tf.reduce_sum(dy * x), tf.reduce_sum(dy)]  # expect: CG007
+    return x * w + b, grad
+""",
+        """
+import tensorflow as tf
+
+class Affine(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(2.0)
+        self.b = tf.Variable(1.0)
+
+    def __call__(self, x):
+        @tf.custom_gradient
+        def f(x):
+            def grad(dy, variables=None):
+                g_w, g_b = tf.reduce_sum(dy * x), tf.reduce_sum(dy)
+                var_grads = [g_w, g_b]
+                return dy, var_grads  # expect: CG007
+            return x * self.w + self.b, grad
+        return f(x)
+""",
+    )
+
+    def check(self, ctx: LintContext) -> Iterator[Finding]:
+        module = cst.Module(body=[])
+        for record in ctx.records:
+            for grad in pair_grads(record):
+                for site in grad.returns:
+                    elements = literal_elements(resolved_literal(site.value, ctx))
+                    if elements is None or len(elements) != 2:
+                        continue
+                    var_grads = resolved_literal(elements[1], ctx)
+                    entries = literal_elements(var_grads) if type(var_grads) is cst.List else None
+                    if entries is None or len(entries) < 2:
+                        continue
+                    if len({module.code_for_node(e) for e in entries}) == 1:
+                        continue
+                    line, column = statement_position(ctx, site.anchor)
+                    listed = describe(cast(cst.List, var_grads))
+                    yield self.finding(ctx, line, column, (
+                        f"grad of '{record.name}' lists {len(entries)} variable gradients by position "
+                        f"({listed}): TF passes 'variables' in an arbitrary order eagerly and sorted "
+                        f"by name under tf.function, so gradients silently go to the wrong variables; match each "
+                        f"v in variables by identity (v is w, or a dict keyed by v.ref())"), record.qualname)
