@@ -18,6 +18,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                     "cg_lint.noqa")),
     ("prefilter", ("cg_lint.prefilter",)),
     ("syntax", ("cg_lint.syntax",)),
+    ("project", ("cg_lint.project",)),
     ("model", ("cg_lint.model",)),
     ("analyses", ("cg_lint.analyses",)),
     ("rules", ("cg_lint.rules",)),

@@ -208,6 +208,9 @@ def test_a_library_s_public_functions_may_be_traced_by_its_users(tmp_path: Path,
                                                                  capsys: pytest.CaptureFixture[str]) -> None:
     root = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/ops.py": OPS, "tests/test_ops.py": OPS,
                             "pkg/_private.py": OPS.replace("def clip", "def _clip")}, marker="pyproject.toml")
+    # a library that never traces anything is eager by design: nothing to report
+    assert _codes(capsys, str(root)) == []
+    (root / "pkg" / "layers.py").write_text("import tensorflow as tf\n\n@tf.function\ndef fast(x):\n    return x\n")
     found = _findings(capsys, str(root))
     # the package's public function; not the tests' copy, not a private module nobody calls
     assert [(Path(f["path"]).relative_to(root).as_posix(), f["code"]) for f in found] == [("pkg/ops.py", "CG009")]
@@ -264,3 +267,38 @@ def test_a_class_that_runs_functions_eagerly_before_its_methods(tmp_path: Path,
     assert _codes(capsys, str(root)) == []
     (root / "bridge.py").write_text(textwrap.dedent(bridge).replace("tf.config.run", "# tf.config.run"))
     assert _codes(capsys, str(root)) == ["CG010"]
+
+
+HANDS_TO_NUMPY = """
+    import numpy as np
+    import tensorflow as tf
+
+    @tf.custom_gradient
+    def render(scene, size, dtype=np.float32):
+        pixels = np.asarray(scene.numpy(), dtype=dtype) * size  # computed outside TF on purpose
+        if pixels.max() > 1.0:
+            pixels = pixels / pixels.max()
+
+        def grad(dy):
+            return tf.constant(dy.numpy() * size, dtype=dy.dtype), None
+
+        return tf.constant(pixels), grad
+
+    def render_all(scenes):
+        return [render(s, 2, dtype=np.float64) for s in scenes]
+"""
+
+
+def test_a_definition_that_leaves_tensorflow_is_one_finding_where_the_project_traces_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/render.py": HANDS_TO_NUMPY,
+                            "pkg/layers.py": "import tensorflow as tf\n\n@tf.function\ndef fast(x):\n    return x\n"},
+                 marker="pyproject.toml")
+    # public in a library that traces elsewhere, but its authors left TF on purpose: quiet
+    assert _codes(capsys, str(root)) == []
+    (root / "pkg" / "train.py").write_text("import tensorflow as tf\nfrom pkg.render import render_all\n\n"
+                                           "@tf.function\ndef step(x):\n    return render_all([x])\n")
+    found = _findings(capsys, str(root))
+    # one finding on the definition, not one per NumPy call, and no CG008 for its dtype keyword
+    assert [(f["code"], f["line"]) for f in found] == [("CG010", 6)]
+    assert "cannot run under tf.function" in found[0]["message"] and "scene.numpy()" in found[0]["message"]

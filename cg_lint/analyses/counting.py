@@ -39,6 +39,7 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
     exact: set[int] = set()
     first_call = None
     calls: list[tuple[CallSite, int]] = []
+    open_ended = False  # some call passes an argument that may flatten to several inputs
     for site in record.call_sites:
         if site.via_partial:
             continue  # functools.partial binds some inputs; the call of the result is not seen here
@@ -54,6 +55,10 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
                 c = counter.count(arg.value)
             elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
                 c = sizes.get(sig.positional[i].name)  # `a, b = xs`: two inputs; else unknown
+            elif type(arg.value) in (cst.Attribute, cst.Subscript):
+                # `self.shape`, `cfg["sizes"]`: configuration often held as a tuple or a dict, which
+                # TF flattens into several inputs; at least one
+                c, open_ended = 1, True
             else:
                 c = 1
             if c is None:
@@ -66,6 +71,8 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
         exact.add(total)
         calls.append((site, total))
         first_call = first_call or site
+    if exact and open_ended:
+        return Expected(min(exact), None, frozenset(), first_call, tuple(calls))
     if exact:
         return Expected(min(exact), max(exact), frozenset(exact), first_call, tuple(calls))
     required = sum(sizes.get(p.name, 1) for p in sig.required)

@@ -15,16 +15,28 @@ from cg_lint.config import TRACE_CONTEXTS
 from cg_lint.findings import FileResult, Finding
 from cg_lint.project.trace import TraceContexts, Verdict
 
+# CG008's eager half ("eagerly keyword tensors are not inputs..."): without it, the keywords are
+# configuration and only tracing breaks the call
+EAGER_HALF = "eagerly keyword tensors"
+# CG010's finding on a definition that hands its inputs to NumPy on purpose: only where the project
+# itself traces it (the rule's message carries this phrase)
+UNTRACEABLE = "this custom gradient cannot run under tf.function"
 # a note the rules already add when the file itself shows the tf.function call
 _FILE_NOTES = ("(it is called under tf.function", "(this call runs under tf.function")
 
-__all__ = ["TRACE_CONTEXTS", "TraceContexts", "Verdict", "apply", "graph_only", "in_context"]
+__all__ = ["EAGER_HALF", "TRACE_CONTEXTS", "UNTRACEABLE", "TraceContexts", "Verdict", "apply", "graph_only",
+           "in_context", "needs_tracing"]
 
 
 def graph_only(code: str) -> bool:
-    """A code whose failure needs tracing. CG011's vector tf.cond predicate fails eagerly too."""
+    """A code whose failure needs tracing (CG011's vector tf.cond predicate fails eagerly too;
+    CG008 needs it when its message has no eager half)."""
     entry = CODES.get(code)
-    return bool(entry is not None and entry.graph_only and code != "CG011")
+    return bool(entry is not None and entry.graph_only and code != "CG011") or code == "CG008"
+
+
+def needs_tracing(finding: Finding) -> bool:
+    return graph_only(finding.code) and (finding.code != "CG008" or EAGER_HALF not in finding.message)
 
 
 def apply(results: list[FileResult], mode: str, contexts: TraceContexts | None = None) -> list[FileResult]:
@@ -43,11 +55,13 @@ def in_context(findings: list[Finding], mode: str, contexts: TraceContexts | Non
 
 
 def _decide(finding: Finding, mode: str, contexts: TraceContexts) -> Finding | None:
-    if not graph_only(finding.code):
+    if not needs_tracing(finding):
         return finding
     if mode == "never" or finding.function is None:
         return None if mode == "never" else finding
-    verdict = contexts.verdict(finding.path, finding.function)
+    # a definition that leaves TensorFlow on purpose matters only where the project itself traces
+    # it: a library's users know what they call
+    verdict = contexts.verdict(finding.path, finding.function, libraries=UNTRACEABLE not in finding.message)
     if not verdict.traced:
         return None
     if any(note in finding.message for note in _FILE_NOTES):

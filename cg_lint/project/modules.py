@@ -25,6 +25,9 @@ NOT_LIBRARY = frozenset({"tests", "test", "testing", "examples", "example", "scr
                          "experiments", "demo", "demos", "tools"})
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "node_modules", "build",
                         "dist", ".tox", ".nox", ".eggs", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
+# spellings of tracing in a module's text (cg_lint/project/scan.py has the exact rules)
+_TRACE_MARKERS = ("tf.function", "tensorflow.function", "def_function", "@function", "def call(",
+                  "def train_step(", ".map(")
 MAX_FILES = 20_000  # a bigger folder is not one project a search could follow
 MAX_BYTES = 2_000_000
 
@@ -53,6 +56,7 @@ class Project:
         self._texts: dict[str, str | None] = {}
         self._scans: dict[str, ModuleScan] = {}
         self.truncated = False
+        self._traces: bool | None = None
 
     # -- files -------------------------------------------------------------------------------------
     def files(self) -> list[str]:
@@ -96,6 +100,15 @@ class Project:
             text = self.text(path)
             if text is not None and name in text and word.search(text):
                 yield path
+
+    def traces_anywhere(self) -> bool:
+        """Whether any module shows tracing (a tf.function, a Keras step or layer call): a library
+        without any is eager by design, and its users are not expected to trace it."""
+        if self._traces is None:
+            self._traces = any(
+                text is not None and any(m in text for m in _TRACE_MARKERS)
+                for text in (self.text(p) for p in self.files()))
+        return self._traces
 
     def relative(self, path: str) -> str:
         try:

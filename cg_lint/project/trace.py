@@ -26,6 +26,7 @@ MAX_NODES = 400
 class Verdict:
     traced: bool
     why: str  # how it is reached under tf.function, or why nothing is (for notes and docs)
+    by_library: bool = False  # traced only because a library's users may trace its public API
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class TraceContexts:
         # texts newer than the files on disk (an editor's buffer), by absolute path
         self.overlays: dict[str, str] = {}
         self._projects: dict[str, Project] = {}
-        self._verdicts: dict[tuple[str, str], Verdict] = {}
+        self._verdicts: dict[tuple[str, str, bool], Verdict] = {}
         for path, text in (overlays or {}).items():
             self.overlay(path, text)
 
@@ -65,11 +66,13 @@ class TraceContexts:
             found = self._projects[root] = Project(root, self.overlays)
         return found
 
-    def verdict(self, path: str, qualname: str) -> Verdict:
-        key = (os.path.abspath(path), qualname)
+    def verdict(self, path: str, qualname: str, libraries: bool = True) -> Verdict:
+        """``libraries=False``: only the project's own tracing counts, not its users' (for a
+        definition its authors made eager on purpose)."""
+        key = (os.path.abspath(path), qualname, libraries)
         found = self._verdicts.get(key)
         if found is None:
-            found = self._verdicts[key] = _search(self.project_of(path), key[0], qualname)
+            found = self._verdicts[key] = _search(self.project_of(path), key[0], qualname, libraries)
         return found
 
 
@@ -78,7 +81,10 @@ def _public(qualname: str) -> bool:
         p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in qualname.split("."))
 
 
-def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C901 (one walk, its cases)
+def _search(project: Project, path: str, qualname: str,  # noqa: C901 (one walk, its cases)
+            libraries: bool) -> Verdict:
+    """``libraries``: a public function of an installable package counts as traced (its users may
+    trace it); without, only the project's own tracing does."""
     queue = deque([_Node(path, qualname, 0)])
     seen = {(path, qualname)}
     eager: list[str] = []
@@ -97,9 +103,10 @@ def _search(project: Project, path: str, qualname: str) -> Verdict:  # noqa: C90
         if info is not None and info.root is not None:
             return Verdict(True, f"reached from {info.root} `{node.qualname}` at {rel}:{info.line}")
         package = project.library_package(node.path)
-        if package is not None and _public(node.qualname) and not scan.has_main:
+        if (libraries and package is not None and _public(node.qualname) and not scan.has_main
+                and project.traces_anywhere()):
             return Verdict(True, f"`{node.qualname}` is public in the package `{package}`, which its users "
-                                 f"may call under tf.function")
+                                 f"may call under tf.function", by_library=True)
         if node.depth >= MAX_DEPTH:
             continue
         owner, sep, _ = node.qualname.rpartition(".<locals>.")

@@ -73,6 +73,30 @@ class GradientCountMismatch(Rule):
         """
 import tensorflow as tf
 
+
+@tf.custom_gradient
+def blur(x, w, shape, shifts):
+    y = tf.reshape(x * w, shape)
+    def grad(dy):
+        dx = tf.reshape(dy * w, tf.shape(x))
+        # shape is a pair and shifts a dict of two: TF flattens them, 1 + 1 + 2 + 2 inputs
+        return dx, tf.reduce_sum(dy * tf.reshape(x, shape)), None, None, None, None
+    return y, grad
+
+
+class Blur:
+    def __init__(self):
+        self.shape = (2, 2)
+        self.shifts = {"a": 1.0, "b": 2.0}
+
+    def __call__(self, x, w):
+        return blur(x, w, self.shape, self.shifts)
+
+# tf: grad(lambda x, w: Blur()(x, w), [1.0, 2.0, 3.0, 4.0], 2.0) => both ok
+""",
+        """
+import tensorflow as tf
+
 @tf.custom_gradient
 def scale(x, factor):
     def grad(dy):

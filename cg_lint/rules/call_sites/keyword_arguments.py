@@ -7,6 +7,8 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.contexts import context_of
+from cg_lint.analyses.untraceable import leaves_tensorflow
+from cg_lint.project import EAGER_HALF
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.tensors import statement_of
 from cg_lint.codes import CG008
@@ -69,6 +71,45 @@ class KeywordArguments(Rule):
 
     code = CG008
     VALID = (
+        """
+import tensorflow as tf
+
+
+def numeric(f, h=1e-3):
+    @tf.custom_gradient
+    def slope(x, **kw):
+        return (f(x + h, **kw) - f(x - h, **kw)) / (2 * h), lambda dy: dy * 0.0
+
+    @tf.custom_gradient
+    def value(x, **kw):
+        def grad(dy):
+            return dy * slope(x, **kw)  # value's own keywords: {} whenever it is traced
+        return f(x, **kw), grad
+    return value
+
+
+cube = numeric(lambda x: x ** 3)
+
+# tf: grad(cube, [1.0, 2.0]) => both ok
+""",
+        """
+import numpy as np
+import tensorflow as tf
+
+
+@tf.custom_gradient
+def phase(theta, n, dtype=np.complex64):
+    t = theta.numpy()  # computed in NumPy: made to run eagerly (CG010 says so once, if traced)
+    mat = np.exp(1j * t * np.arange(n)).astype(dtype)
+    def grad(dy):
+        d = (1j * np.arange(n) * mat).astype(mat.dtype)
+        return tf.math.real(tf.reduce_sum(dy * tf.math.conj(d))), None
+    return tf.constant(mat), grad
+
+
+def phase_vector(theta, n):
+    return phase(theta, n, dtype=np.complex128)  # a dtype is configuration, never an input
+""",
         """
 import tensorflow as tf
 
@@ -189,6 +230,8 @@ def apply(x):
                 forwarded = next((a for a in site.node.args if a.star == "**"), None)
                 spread = _mapping_items(ctx, forwarded.value) if forwarded is not None else None
                 if not site.keywords and forwarded is not None and spread is None and takes_keywords:
+                    if _outer_keywords(ctx, forwarded.value):
+                        continue  # an enclosing custom gradient's own **kwargs: empty whenever it is traced
                     # the forward is written to receive keywords and this call hands them on
                     line, column = ctx.position(statement_of(ctx.index, site.node))
                     yield self.finding(ctx, line, column, (
@@ -204,8 +247,11 @@ def apply(x):
                     items += spread
                 if not items:
                     continue
-                if context.eager_only and all(_python_constant(ctx, value) for _, value in items):
-                    continue  # eagerly a Python keyword is only configuration: nothing is lost
+                configuration = all(_python_constant(ctx, value) or key in CONFIGURATION for key, value in items)
+                if configuration and (context.eager_only or leaves_tensorflow(ctx.index, record)):
+                    # eagerly a Python keyword is only configuration: nothing is lost (and a definition
+                    # that leaves TensorFlow has CG010's one finding for tf.function)
+                    continue
                 names = ", ".join(f"{k}=" for k, _ in items)
                 if spread and forwarded is not None:
                     names += f" through **{cst.Module(body=[]).code_for_node(forwarded.value)}"
@@ -214,11 +260,32 @@ def apply(x):
                 tail = (" and every input is a keyword, so the custom gradient is bypassed"
                         if not site.positional and not site.via_partial else "")
                 line, column = ctx.position(statement_of(ctx.index, site.node))
+                if configuration:  # eagerly nothing is lost: only tracing breaks it
+                    yield self.finding(ctx, line, column, (
+                        f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword "
+                        f"arguments only eagerly){context.traced_note(site.node)}; bind configuration in a closure "
+                        f"(a factory, or functools.partial of the undecorated function)"), record.qualname)
+                    continue
                 yield self.finding(ctx, line, column, (
                     f"{how}: under tf.function this raises ValueError (custom_gradient supports keyword arguments "
-                    f"only eagerly){context.traced_note(site.node)}; eagerly keyword tensors are not "
+                    f"only eagerly){context.traced_note(site.node)}; {EAGER_HALF} are not "
                     f"inputs of the custom gradient and silently get a None or plain-autodiff gradient{tail}; pass "
                     f"inputs positionally and bind configuration in a closure"), record.qualname)
+
+
+# keywords that name configuration, never a tensor to differentiate
+CONFIGURATION = frozenset({"dtype", "name", "training", "axis", "seed", "verbose", "mode", "shape"})
+def _outer_keywords(ctx: LintContext, expr: cst.BaseExpression) -> bool:
+    """``**kw`` where ``kw`` is the ``**`` parameter of an enclosing custom gradient."""
+    if type(expr) is not cst.Name:
+        return False
+    func = ctx.index.enclosing(expr, (cst.FunctionDef,))
+    while func is not None:
+        star = func.params.star_kwarg  # type: ignore[union-attr]
+        if star is not None and star.name.value == expr.value:
+            return any(r.node is func for r in ctx.records)
+        func = ctx.index.enclosing(func, (cst.FunctionDef,))
+    return False
 
 
 def _mapping_items(ctx: LintContext, expr: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]] | None:

@@ -7,12 +7,15 @@ import libcst as cst
 
 from cg_lint.analyses.contexts import asserts_eager, context_of
 from cg_lint.analyses.tensors import Tensors, python_value_uses, statement_of
+from cg_lint.analyses.untraceable import leaves_tensorflow
 from cg_lint.findings import Finding
 from cg_lint.model.bodies import all_bodies
+from cg_lint.project import UNTRACEABLE
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule
 
 GRAPH = "under tf.function"
+__all__ = ["GRAPH", "UNTRACEABLE", "Reporter", "converted", "graph_bodies", "graph_tensors", "python_values"]
 
 
 def python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
@@ -30,13 +33,24 @@ def graph_tensors(ctx: LintContext, record: CustomGradient) -> Tensors:
     return ctx.cache[key]  # type: ignore[return-value]
 
 
+
+
 def graph_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[FuncNode, str]]:
     """The bodies (nested functions included) that can run under tf.function: none when the custom
-    gradient only ever runs eagerly (cg_lint.analyses.contexts), and not those asserting eager execution."""
-    if context_of(ctx.index, record).eager_only:
+    gradient only ever runs eagerly (cg_lint.analyses.contexts), or leaves TensorFlow on purpose
+    (one finding on the definition says so: cg_lint.analyses.untraceable), and not those asserting
+    eager execution."""
+    if context_of(ctx.index, record).eager_only or leaves_tensorflow(ctx.index, record):
         return []
     return [(b.func, b.who) for b in all_bodies(ctx.index, record)
             if not asserts_eager(ctx.index, b.top) and not asserts_eager(ctx.index, b.func)]
+
+
+def converted(ctx: LintContext, record: CustomGradient) -> str | None:
+    """Why AutoGraph converts the definition's bodies (it is defined inside a function a
+    tf.function converts: tests/tf_behaviour/README.md); then Python control flow on tensors,
+    range(), int(), float() and len() work, and only bool(), assert, .numpy() and NumPy fail."""
+    return context_of(ctx.index, record).converted
 
 
 class Reporter:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from cg_lint.codes import CG012
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule
-from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, Reporter, graph_bodies, python_values
+from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, converted, Reporter, graph_bodies, python_values
 
 class InputUsedAsPythonValue(Rule):
     """A positional input of a custom gradient is used as a Python value (`if training:`, `range(n)`).
@@ -166,10 +166,11 @@ def repeated(x, times):
         for record in ctx.records:
             report = Reporter(self, ctx, record)
             running = {id(func) for func, _ in graph_bodies(ctx, record)}
+            autograph = converted(ctx, record)
             for name, uses in python_values(ctx, record).items():
                 for node, how in uses:
-                    if id(ctx.index.owner(node)) not in running:
-                        continue
+                    if id(ctx.index.owner(node)) not in running or autograph and how != "bool()":
+                        continue  # a converted body turns the rest into graph control flow
                     error = ("TypeError" if how.endswith("()") and how not in ("bool()", "max()", "min()")
                              else "OperatorNotAllowedInGraphError")
                     finding = report(node, (

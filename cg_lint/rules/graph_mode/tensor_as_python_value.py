@@ -7,11 +7,20 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
+from cg_lint.analyses.contexts import context_of
 from cg_lint.analyses.tensors import Tensors, body_nodes
+from cg_lint.analyses.untraceable import leaves_tensorflow
 from cg_lint.codes import CG010
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
-from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, Reporter, graph_bodies, graph_tensors
+from cg_lint.rules.graph_mode.graph_mode_shared import (
+    GRAPH,
+    UNTRACEABLE,
+    Reporter,
+    converted,
+    graph_bodies,
+    graph_tensors,
+)
 
 _NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
             "float": "float() argument must be ... not 'SymbolicTensor'",
@@ -69,6 +78,25 @@ class TensorAsPythonValue(Rule):
 
     code = CG010
     VALID = (
+        """
+import tensorflow as tf
+
+
+@tf.function
+def step(x):
+    # converted with step: range(), len() and float() of tensors work here
+    @tf.custom_gradient
+    def repeat(v):
+        y = v
+        for _ in range(tf.size(v)):
+            y = y * 1.0
+        def grad(dy):
+            return dy * float(len(v)) / float(tf.size(v))
+        return y, grad
+    return repeat(x)
+
+# tf: grad(step, [1.0, 2.0]) => both ok
+""",
         """
 import numpy as np
 import tensorflow as tf
@@ -137,6 +165,21 @@ def total(x):
 """,
     )
     INVALID = (
+        """
+import tensorflow as tf
+
+
+@tf.function
+def step(x):
+    @tf.custom_gradient
+    def scaled(v):
+        def grad(dy):
+            return dy * v.numpy()  # expect: CG010
+        return v * 2.0, grad
+    return scaled(x)
+
+# tf: grad(step, [1.0, 2.0]) => both raises has no attribute 'numpy'
+""",
         """
 import numpy as np
 import tensorflow as tf
@@ -235,10 +278,22 @@ def relu_if_any(x):
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
+            context = context_of(ctx.index, record)
+            handed = leaves_tensorflow(ctx.index, record)
+            if handed and not context.eager_only:
+                text = (f"'{record.name}' hands its inputs to NumPy ({', '.join(handed)}): {UNTRACEABLE} (under "
+                        f"tf.function .numpy() raises AttributeError and NumPy cannot convert a symbolic "
+                        f"tensor){context.traced_note()}; keep it out of traced code, or call it through "
+                        f"tf.py_function")
+                yield self.finding(ctx, record.line, record.column, text, record.qualname)
+                continue
             tensors = graph_tensors(ctx, record)
             report = Reporter(self, ctx, record)
+            autograph = converted(ctx, record)
             for func, who in graph_bodies(ctx, record):
                 for node in body_nodes(func, ctx.index):
+                    if autograph and _autograph_handles(node):
+                        continue
                     message = self._problem(ctx, tensors, node, who)
                     if message and (finding := report(node, message)):
                         yield finding
@@ -300,6 +355,15 @@ def relu_if_any(x):
         return (f"{who} {how} ({describe(expr)}): {GRAPH} this raises "
                 f"OperatorNotAllowedInGraphError: Iterating over a symbolic tf.Tensor is not allowed; use "
                 f"vectorised ops, tf.map_fn, or tf.unstack(x, num=...) with a static size")
+
+
+def _autograph_handles(node: cst.CSTNode) -> bool:
+    """What a converted body may do with a tensor: range(), int(), float(), len() and a for loop
+    (tests/tf_behaviour: they work there; .numpy() and NumPy still fail)."""
+    if type(node) is cst.For:
+        return True
+    return (type(node) is cst.Call and type(node.func) is cst.Name
+            and node.func.value in ("range", "int", "float", "len"))
 
 
 # builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate

@@ -7,10 +7,19 @@ from collections.abc import Iterator
 from cg_lint.codes import CG009
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
-from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, Reporter, graph_bodies, graph_tensors
+from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, converted, Reporter, graph_bodies, graph_tensors
 from cg_lint.rules.graph_mode.truth_tests import truth_tests
 
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
+# what fails even in a body AutoGraph converts (tests/tf_behaviour/a_contexts.out)
+_NEVER_CONVERTED = frozenset({"bool()", "assert"})
+
+
+def _bool_error(autograph: str | None, construct: str) -> str:
+    if autograph is None:
+        return _BOOL_ERROR
+    return (f"raises OperatorNotAllowedInGraphError (AutoGraph converts this body, since {autograph}, "
+            f"but not {construct})")
 
 _INSTEAD = {
     "if": "use tf.where for element-wise choices, or tf.cond with a scalar predicate (tf.reduce_any/tf.reduce_all)",
@@ -94,6 +103,24 @@ class TensorTruthValue(Rule):
 
     code = CG009
     VALID = (
+        """
+import tensorflow as tf
+
+
+@tf.function
+def step(x):
+    # defined while step is traced: AutoGraph converts it, grad included
+    @tf.custom_gradient
+    def clipped(v):
+        def grad(dy):
+            if tf.reduce_all(v > 0.0):
+                return dy
+            return dy * 0.5
+        return tf.identity(v), grad
+    return clipped(x)
+
+# tf: grad(step, [1.0, 2.0]) => both ok
+""",
         """
 import tensorflow as tf
 
@@ -257,6 +284,22 @@ def clipped(x):
         """
 import tensorflow as tf
 
+
+@tf.function
+def step(x):
+    @tf.custom_gradient
+    def clipped(v):
+        def grad(dy):
+            # converted, but AutoGraph leaves bool() alone
+            return dy if bool(tf.reduce_all(v > 0.0)) else dy * 0.5  # expect: CG009
+        return tf.identity(v), grad
+    return clipped(x)
+
+# tf: grad(step, [1.0, 2.0]) => both raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
 @tf.custom_gradient
 def clip(x):
     if x > 0:  # expect: CG009
@@ -405,14 +448,16 @@ def running_max(x):
         for record in ctx.records:
             tensors = graph_tensors(ctx, record)
             report = Reporter(self, ctx, record)
+            autograph = converted(ctx, record)
             for func, who in graph_bodies(ctx, record):
                 for expr, construct in truth_tests(ctx, func):
-                    if not tensors.is_tensor(expr):
+                    if autograph and construct not in _NEVER_CONVERTED or not tensors.is_tensor(expr):
                         continue
                     verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
                             "assert": "asserts on", "max()": "compares", "min()": "compares",
                             "sorted()": "compares"}.get(construct, "takes the truth value of")
                     finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
-                                           f"{GRAPH} this {_BOOL_ERROR}; {_INSTEAD[construct]}")
+                                           f"{GRAPH} this {_bool_error(autograph, construct)}; "
+                                           f"{_INSTEAD[construct]}")
                     if finding:
                         yield finding
