@@ -56,6 +56,19 @@ class UpstreamCountMismatch(Rule):
     code = CG002
     VALID = (
         """
+import keras
+
+@keras.ops.custom_gradient
+def doubled(x):
+    def grad(*args, upstream=None):  # Keras's portable form: TF passes the upstream positionally
+        if upstream is None:
+            (upstream,) = args
+        return upstream * 2.0
+    return x * 2.0, grad
+
+# tf: grad(doubled, [1.0, 2.0]) => both ok
+""",
+        """
 import tensorflow as tf
 
 @tf.custom_gradient

@@ -63,6 +63,23 @@ class PositionalVariableGrads(Rule):
         """
 import tensorflow as tf
 
+hi = tf.Variable(1.0, name="max_w")
+lo = tf.Variable(2.0, name="min_w")
+
+@tf.custom_gradient
+def spread(x):
+    def grad(dy, variables=None):
+        d_hi, d_lo = tf.reduce_sum(dy * x), tf.reduce_sum(2.0 * dy * x)
+        if "max" in variables[0].name:  # the names decide the order
+            return dy * (hi + 2.0 * lo), [d_hi, d_lo]
+        return dy * (hi + 2.0 * lo), [d_lo, d_hi]
+    return x * hi + 2.0 * x * lo, grad
+
+# tf: var_grads(spread, [1.0, 2.0], [hi, lo]) => both ok
+""",
+        """
+import tensorflow as tf
+
 w = tf.Variable(2.0)
 b = tf.Variable(1.0)
 
@@ -144,6 +161,8 @@ class Affine(tf.Module):
                         continue
                     if len({module.code_for_node(e) for e in entries}) == 1:
                         continue
+                    if _ordered_by_test(ctx, grad.node, site.anchor):
+                        continue  # `if "max" in variables[0].name:` / `if variables[0] is w:` picks the order
                     line, column = statement_position(ctx, site.anchor)
                     listed = describe(cast(cst.List, var_grads))
                     yield self.finding(ctx, line, column, (
@@ -151,3 +170,34 @@ class Affine(tf.Module):
                         f"({listed}): TF passes 'variables' in an arbitrary order eagerly and sorted "
                         f"by name under tf.function, so gradients silently go to the wrong variables; match each "
                         f"v in variables by identity (v is w, or a dict keyed by v.ref())"), record.qualname)
+
+
+def _ordered_by_test(ctx: LintContext, grad: cst.CSTNode, node: cst.CSTNode) -> bool:
+    """grad branches on the variables themselves (an ``if`` or conditional expression whose test
+    looks at their names, identities or refs): the test decides which list is returned, the
+    returns under it and the one after it alike."""
+    key = ("ordered-by-test", id(grad))
+    if key not in ctx.cache:
+        ctx.cache[key] = any(type(n) in (cst.If, cst.IfExp) and _reads_variables(n.test)  # type: ignore[attr-defined]
+                             for n in _walk(grad))
+    return bool(ctx.cache[key])
+
+
+def _reads_variables(test: cst.BaseExpression) -> bool:
+    """The test subscripts or iterates ``variables`` (``variables[0].name``, ``variables[1] is w``,
+    ``any(v is w for v in variables)``)."""
+    for node in _walk(test):
+        if type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == "variables":
+            return True
+        if type(node) is cst.CompFor and type(node.iter) is cst.Name and node.iter.value == "variables":
+            return True
+    return False
+
+
+def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current)
+        stack.extend(current.children)
+    return out
