@@ -232,7 +232,7 @@ class ModelBuilder:
                     uses.setdefault(name, set()).add(size)
         record.structured_sizes = {n: next(iter(s)) for n, s in uses.items()  # type: ignore[misc]
                                    if len(s) == 1 and None not in s}
-        return set(uses)
+        return set(uses) | _annotated_structures(record)
 
     # -- call sites ------------------------------------------------------------------------
     def _call_sites(self, records: list[CustomGradient], calls: list[cst.Call]) -> None:
@@ -345,3 +345,23 @@ def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:
     elif type(node) is cst.StarredElement and (n := name_of(node.value)):
         found[n] = None
     return found
+
+
+# annotations of a container TF flattens into several inputs (`shape: tuple[int, ...]`)
+_CONTAINERS = frozenset({"tuple", "list", "dict", "Tuple", "List", "Dict", "Sequence", "Mapping",
+                         "MutableSequence", "MutableMapping", "Iterable", "Collection"})
+
+
+def _annotated_structures(record: CustomGradient) -> set[str]:
+    out = set()
+    for param in record.signature.positional:
+        annotation = param.node.annotation
+        if annotation is None:
+            continue
+        expr = annotation.annotation
+        if type(expr) is cst.Subscript:
+            expr = expr.value
+        name = cst.helpers.get_full_name_for_node(expr) or ""
+        if name.rsplit(".", 1)[-1] in _CONTAINERS:
+            out.add(param.name)
+    return out

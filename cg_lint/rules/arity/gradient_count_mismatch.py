@@ -73,6 +73,22 @@ class GradientCountMismatch(Rule):
         """
 import tensorflow as tf
 
+@tf.custom_gradient
+def reshape_to(x, shape: tuple[int, ...]):
+    y = tf.reshape(x, shape)
+    def grad(dy):
+        # shape is a tuple: TF counts one input per dimension (two here), each needs a gradient slot
+        return (tf.reshape(dy, tf.shape(x)),) + (None,) * len(shape)
+    return y, grad
+
+def as_matrix(x):
+    return reshape_to(x, (2, 2))
+
+# tf: grad(as_matrix, [1.0, 2.0, 3.0, 4.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
 
 @tf.custom_gradient
 def blur(x, w, shape, shifts):
