@@ -40,6 +40,11 @@ BODY = """
         "from keras import ops\n@ops.custom_gradient",
         "from tensorflow import *\n@custom_gradient",
         "import tensorflow as tf\n@tf.custom_gradient()",
+        # a package that re-exports TensorFlow, and the optional-import fallback
+        "from mypkg import tf\n@tf.custom_gradient",
+        "from .backend import tf\n@tf.custom_gradient",
+        "try:\n    import tensorflow as tf\nexcept ImportError:\n    tf = None\n@tf.custom_gradient",
+        "import tensorflow as tf\n@tf.compat.v2.custom_gradient",
     ],
 )
 def test_decorator_spellings(header):
@@ -52,6 +57,8 @@ def test_decorator_spellings(header):
     [
         # TFP's helper is another API, even imported under TF's usual alias
         "import tensorflow_probability as tf\n@tf.custom_gradient\ndef f(x):\n    return x\n",
+        "from tensorflow_probability.python.internal.backend.numpy import tf\n@tf.custom_gradient\n"
+        "def f(x):\n    return x\n",
         "from tensorflow_probability.python.internal import custom_gradient as tfp_cg\n"
         "g = tfp_cg.custom_gradient(vjp_fwd=fwd, vjp_bwd=bwd)(f)\n",
         "import tensorflow as tf\ng = tf.custom_gradient(vjp_fwd=fwd, vjp_bwd=bwd)\n",

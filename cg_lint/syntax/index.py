@@ -137,7 +137,8 @@ class FileIndex:
                 return None  # a local value, not something importable
             owner = self.enclosing(owner, (cst.FunctionDef, cst.Lambda))
         table = self.imports.get(0, {})
-        local = any(v is not IMPORTED for v in self.module_env.bindings.get(ident, ()))
+        # `except ImportError: tf = None` is a fallback, not what the module means by `tf`
+        local = any(v is not IMPORTED and not _is_none(v) for v in self.module_env.bindings.get(ident, ()))
         if ident in table and not local:
             return table[ident]
         if local:
@@ -292,3 +293,7 @@ def _all_params(func: cst.FunctionDef | cst.Lambda) -> list[cst.Param]:
     if p.star_kwarg is not None:
         out.append(p.star_kwarg)
     return out
+
+
+def _is_none(value: object) -> bool:
+    return type(value) is cst.Name and value.value == "None"  # type: ignore[attr-defined]

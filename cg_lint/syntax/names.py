@@ -78,4 +78,11 @@ def absolute_name(name: str, module: str | None, is_package: bool = False) -> st
 
 
 def is_custom_gradient_name(name: str, extra: frozenset[str] = frozenset()) -> bool:
-    return name in CUSTOM_GRADIENT_NAMES or name in extra
+    return name in CUSTOM_GRADIENT_NAMES or name in extra or _reexported(name)
+
+
+def _reexported(name: str) -> bool:
+    """``from mypkg import tf`` then ``@tf.custom_gradient``: a project that re-exports TensorFlow
+    under its usual names (never TFP's substrates, which are a different API)."""
+    return (name.endswith((".tf.custom_gradient", ".tensorflow.custom_gradient"))
+            and not name.startswith(("tensorflow_probability", "tfp.")))
