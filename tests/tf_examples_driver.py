@@ -50,6 +50,22 @@ def grad(fn, *values):
     return run
 
 
+def grad_scaled(fn, scale, *values):
+    """d (scale * sum(fn(*inputs))) / d the tensor inputs: a loss that is not the plain sum, so
+    the upstream grad receives is not ones."""
+    args = _tensors(values)
+
+    def run():
+        watched = [a for a in args if tf.is_tensor(a)]
+        with tf.GradientTape() as tape:
+            for a in watched:
+                tape.watch(a)
+            out = fn(*args)
+            loss = scale * tf.add_n([tf.reduce_sum(o) for o in tf.nest.flatten(out)])
+        return tape.gradient(loss, watched)
+    return run
+
+
 def call(fn, *values):
     args = _tensors(values)
     return lambda: fn(*args)
@@ -82,7 +98,7 @@ def in_cond(fn, *values):
 
 
 def main() -> None:
-    helpers = {"grad": grad, "call": call, "var_grads": var_grads, "in_cond": in_cond, "tf": tf}
+    helpers = {"grad": grad, "grad_scaled": grad_scaled, "call": call, "var_grads": var_grads, "in_cond": in_cond, "tf": tf}
     results = {}
     for n, (key, source, expr, _) in enumerate(examples()):
         print(f"running {key}", file=sys.stderr, flush=True)  # names the example if TF aborts the process

@@ -1,0 +1,1 @@
+"""Rules on what grad computes with its upstream gradient (the chain rule)."""
