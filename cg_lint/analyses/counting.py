@@ -88,7 +88,26 @@ def _enclosing_func(index: FileIndex, node: cst.CSTNode):
 
 
 def grad_counter(record: CustomGradient, grad: GradFn, index: FileIndex) -> Counter:
-    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params)
+    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params, helpers=helper_returns(index))
+
+
+def helper_returns(index: FileIndex):
+    """For a Counter: a plain (undecorated, not a method) function's environment and the values its
+    own returns give; None for anything else (a generator, a bare ``return``, a decorated def)."""
+    def returns(func: cst.FunctionDef) -> tuple[Env, list[cst.BaseExpression]] | None:
+        if func.decorators or type(index.parent(func)) is cst.IndentedBlock and type(
+                index.parent(index.parent(func))) is cst.ClassDef:
+            return None
+        values: list[cst.BaseExpression] = []
+        for node in index.walk.own_nodes(func):
+            if type(node) is cst.Yield:
+                return None
+            if type(node) is cst.Return:
+                if node.value is None:
+                    return None
+                values.append(node.value)
+        return index.env_for(func), values
+    return returns
 
 
 ABSENT, PRESENT = "absent", "present"

@@ -62,10 +62,14 @@ def is_tensor_op_call(node: cst.BaseExpression, qualnames: QualNames) -> bool:
 class Counter:
     """Counts flattened leaves of expressions inside one function (with its enclosing envs)."""
 
-    def __init__(self, env: Env, qualnames: QualNames, structured: AbstractSet[str] = frozenset()) -> None:
+    def __init__(self, env: Env, qualnames: QualNames, structured: AbstractSet[str] = frozenset(),
+                 helpers: Callable[[cst.FunctionDef], tuple[Env, list[cst.BaseExpression]] | None] | None = None,
+                 ) -> None:
         self.env = env
         self.qualnames = qualnames
         self.structured = structured
+        # a plain function of the file: its environment and returned values, to count through a call
+        self.helpers = helpers
         self._active: set[str] = set()
 
     def count(self, expr: cst.BaseExpression | None, whole: bool = True) -> int | None:
@@ -85,7 +89,9 @@ class Counter:
         if kind is cst.IfExp:
             a, b = self.count(expr.body, whole), self.count(expr.orelse, whole)
             return a if a == b else None
-        if kind in (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp):
+        if kind is cst.GeneratorExp:
+            return 1  # a generator object is one value to nest.flatten, however much it would yield
+        if kind in (cst.ListComp, cst.SetComp, cst.DictComp):
             return None
         if kind is cst.Call:
             callee = call_name(cast(cst.Call, expr), self.qualnames)
@@ -93,10 +99,30 @@ class Counter:
                 return None
             if is_tensor_op_call(expr, self.qualnames):
                 return 1
+            through = self._through_helper(cast(cst.Call, expr), whole)
+            if through is not None:
+                return through
         elif isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
             return 1
         # a subscript, attribute, boolean operation, await or other call: one tensor inside a literal
         return None if whole else 1
+
+    def _through_helper(self, call: cst.Call, whole: bool) -> int | None:
+        """The count every return of a plain function of this file gives (``return dy * x, dy``),
+        when they agree; None when the callee is not such a function or its returns differ."""
+        if self.helpers is None or type(call.func) is not cst.Name or call.func.value in self._active:
+            return None
+        values = self.env.lookup(call.func.value) or []
+        if len(values) != 1 or type(values[0]) is not cst.FunctionDef:
+            return None
+        found = self.helpers(values[0])
+        if found is None or not found[1]:
+            return None
+        env, returns = found
+        inner = Counter(env, self.qualnames, helpers=self.helpers)
+        inner._active = self._active | {call.func.value}
+        counts = {inner.count(r, whole) for r in returns}
+        return counts.pop() if len(counts) == 1 else None
 
     def _count_literal(self, expr: cst.Tuple | cst.List | cst.Dict) -> int | None:
         """The sum over a literal's elements (a ``*starred`` one counts what it unpacks)."""

@@ -73,6 +73,20 @@ class GradientCountMismatch(Rule):
         """
 import tensorflow as tf
 
+def _products(dy, x, y):
+    return dy * y, dy * x
+
+@tf.custom_gradient
+def product(x, y):
+    def grad(dy):
+        return _products(dy, x, y)
+    return x * y, grad
+
+# tf: grad(product, [1.0, 2.0], [3.0, 4.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
 @tf.custom_gradient
 def reshape_to(x, shape: tuple[int, ...]):
     y = tf.reshape(x, shape)
@@ -230,6 +244,31 @@ b = diff(tf.constant(1.0), y=tf.constant(2.0))  # a keyword: CG008 reports this 
 """,
     )
     INVALID = (
+        """
+import tensorflow as tf
+
+def _products(dy, x, y):
+    return dy * y, dy * x  # the helper's count is grad's count
+
+@tf.custom_gradient
+def triple(x, y, z):
+    def grad(dy):
+        return _products(dy, x, y)  # expect: CG003
+    return x * y + z, grad
+
+# tf: grad(triple, [1.0, 2.0], [3.0, 4.0], [5.0, 6.0]) => eager raises expected to return 3 gradients, but returned 2; graph raises returned too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def total(x, y):
+    def grad(dy):
+        return (dy for _ in range(2))  # expect: CG003
+    return x + y, grad
+
+# tf: grad(total, [1.0, 2.0], [3.0, 4.0]) => eager raises expected to return 2 gradients, but returned 1; graph raises returned too few gradients
+""",
         """
 import tensorflow as tf
 
