@@ -174,7 +174,8 @@ def _options(args: argparse.Namespace, config: Any) -> dict[str, bool]:
 
 
 _STATUS_TEXT = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
-                "memory": "over memory cap", "pending": "not finished (interrupted)"}
+                "memory": "over memory cap", "pending": "not finished (interrupted)",
+                "error": "internal error"}
 
 
 def _print_summary(result: Any, findings: list[Any]) -> None:

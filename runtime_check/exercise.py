@@ -101,6 +101,7 @@ class Exerciser:
     def __init__(self, make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], entry: DefInfo,
                  options: Options) -> None:
         self.make_callable, self.names, self.entry, self.options = make_callable, list(names), entry, options
+        self.outcome = Outcome()
 
     # -- attribution ---------------------------------------------------------------------------
 
@@ -308,9 +309,14 @@ class Exerciser:
             except Exception:
                 return
             arrays = [a for a in probe.args if _is_float_array(a)]
+            grads = run.grads[: run.n_inputs]
             rng = np.random.default_rng(7)
-            directions = [rng.standard_normal(a.shape) for a in arrays]
-            analytic = sum(float(np.sum(g * d)) for g, d in zip(run.grads[: run.n_inputs], directions) if g is not None)
+            # an input whose gradient has another shape (CG101 says so) is held still: the
+            # directional derivative along it is not defined, the others' still are
+            directions = [rng.standard_normal(a.shape) if g is None or g.shape == a.shape else np.zeros(a.shape)
+                          for a, g in zip(arrays, grads)]
+            analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, directions)
+                           if g is not None and g.shape == d.shape)
             scale = max([1.0] + [float(np.max(np.abs(a))) for a in arrays if a.size])
             step = 1e-6 * scale
 
@@ -352,7 +358,7 @@ class Exerciser:
     # -- the whole entry ---------------------------------------------------------------------------
 
     def run(self, input_sets: Sequence[InputSet]) -> Outcome:
-        outcome = Outcome()
+        outcome = self.outcome = Outcome()  # kept: what ran before an internal error is still reported
         first_accepted: InputSet | None = None
         traced: set[tuple[Any, ...]] = set()
         for inputs in input_sets:
