@@ -43,6 +43,10 @@ ORIGINAL_CUSTOM_GRADIENT = getattr(
 # by identity, not by the wrapper's location, so functions sharing one wrapper are each measured
 _INDEPENDENT: set[tuple[Any, str]] = set()
 
+# the grad function each definition's forward last returned (DefInfo.key -> grad_fn): what the
+# upstream checks read the upstream's uses from
+GRAD_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
 # every function decorated since install(): qualname -> (DefInfo, decorated object)
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
 
@@ -242,6 +246,7 @@ class _CheckedCall:
     # -- grad --------------------------------------------------------------------------------
 
     def _checked_grad(self, grad_fn: Callable[..., Any]) -> Callable[..., Any]:
+        GRAD_FUNCTIONS[self.info.key] = grad_fn
         # Keep the signature faithful: TF inspects it for `variables` and must raise as usual.
         if _accepts_variables(grad_fn):
             def checked_grad(*upstreams: Any, variables: Any = None) -> Any:
