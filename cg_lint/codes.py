@@ -137,6 +137,10 @@ CG110 = _code("CG110", "upstream-nonlinear",
               "Not for a grad that clips its upstream (linear once the upstream is small) or normalises it, "
               "as its source shows, nor for one that draws random numbers",
               "numeric")
+CG111 = _code("CG111", "gradient-shape-broadcast",
+              "(`--broadcast-shapes`) as CG101, but seen only on inputs the search made up by giving a "
+              "parameter fewer leading dimensions than the data it meets (a bias or per-channel scale), "
+              "with no call site, test or configuration calling it so", "gradients")
 CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
 CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
 CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")

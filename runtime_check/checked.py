@@ -98,6 +98,24 @@ def describe_type(dtype: tf.DType | None, shape: tf.TensorShape | None) -> str:
     return f"{name}[{','.join('?' if d is None else str(d) for d in shape.as_list())}]"
 
 
+_HYPER = ("hyper-parameter", "hyperparameter", "hyper parameter")
+
+
+def hyper_parameter(wrapped: Callable[..., Any], name: str) -> bool:
+    """A parameter nobody trains, so None is its right gradient: it has a Python-number default
+    (``temperature=0.5``), or the docstring calls it a hyper-parameter on the line naming it."""
+    try:
+        parameter = inspect.signature(wrapped).parameters.get(name)
+    except (TypeError, ValueError):
+        parameter = None
+    default = None if parameter is None else parameter.default
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return True
+    doc = inspect.getdoc(wrapped) or ""
+    return any(name in line.replace(",", " ").replace(":", " ").replace("`", " ").split()
+               and any(word in line.lower() for word in _HYPER) for line in doc.splitlines())
+
+
 def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
     """One name per flattened positional argument: the parameter name, ``x[0]`` for nested ones.
 
@@ -338,7 +356,7 @@ class _CheckedCall:
                 # a Python number is not a tensor input in real use, and a parameter the forward
                 # does not depend on (a threshold, a gradient-reversal strength) has no gradient
                 if spec.floating and tf.is_tensor(spec.value) and not _not_trained(spec.value) \
-                        and not self._independent_of(index, spec):
+                        and not hyper_parameter(self.wrapped, spec.name) and not self._independent_of(index, spec):
                     self.record(
                         CG104,
                         f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "
