@@ -113,9 +113,11 @@ CG105 = _code("CG105", "non-finite-gradient",
               "finite on both sides (the edge of its domain, `sqrt` at 0) nothing is reported",
               "gradients")
 CG106 = _code("CG106", "eager-graph-mismatch",
-              "eager and `tf.function` gradients differ, or the function works eagerly and fails "
-              "traced. When the forwards themselves differ (random or stateful ops), the gradients are "
-              "not compared",
+              "eager and `tf.function` gradients differ on the same inputs and upstream (values, not "
+              "only shapes), the forwards differ while the eager one reproduces itself (a "
+              "`tf.executing_eagerly()` branch that changes the math), or the function works eagerly "
+              "and fails traced. Random or stateful ops (an eager run that differs from itself) are "
+              "recognised and not reported",
               "graph-mode")
 CG107 = _code("CG107", "numeric-gradient-mismatch",
               "(`--numeric`) the custom gradient disagrees with a float64 central-difference directional "
@@ -129,6 +131,17 @@ CG109 = _code("CG109", "not-twice-differentiable",
               "gradient, where that difference is finite. As PyTorch's `gradgradcheck`; catches "
               "`stop_gradient`, `tf.numpy_function` or ops without gradients inside grad",
               "numeric")
+CG110 = _code("CG110", "upstream-nonlinear",
+              "grad is not linear in its upstream gradient: grad(a*u1 + b*u2) differs from a*grad(u1) + "
+              "b*grad(u2) for random non-unit upstreams, or grad does not depend on its upstream at all "
+              "(it ignores the upstream, assumes it is one, or adds a term that does not scale with it). "
+              "Not for a grad that clips its upstream (linear once the upstream is small) or normalises it, "
+              "as its source shows, nor for one that draws random numbers",
+              "numeric")
+CG111 = _code("CG111", "gradient-shape-broadcast",
+              "(`--broadcast-shapes`) as CG101, but seen only on inputs the search made up by giving a "
+              "parameter fewer leading dimensions than the data it meets (a bias or per-channel scale), "
+              "with no call site, test or configuration calling it so", "gradients")
 CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
 CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
 CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")

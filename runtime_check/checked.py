@@ -43,6 +43,10 @@ ORIGINAL_CUSTOM_GRADIENT = getattr(
 # by identity, not by the wrapper's location, so functions sharing one wrapper are each measured
 _INDEPENDENT: set[tuple[Any, str]] = set()
 
+# the grad function each definition's forward last returned (DefInfo.key -> grad_fn): what the
+# upstream checks read the upstream's uses from
+GRAD_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+
 # every function decorated since install(): qualname -> (DefInfo, decorated object)
 REGISTRY: dict[str, tuple[DefInfo, Any]] = {}
 
@@ -92,6 +96,24 @@ def describe_type(dtype: tf.DType | None, shape: tf.TensorShape | None) -> str:
     if shape is None or shape.rank is None:
         return f"{name}[?]"
     return f"{name}[{','.join('?' if d is None else str(d) for d in shape.as_list())}]"
+
+
+_HYPER = ("hyper-parameter", "hyperparameter", "hyper parameter")
+
+
+def hyper_parameter(wrapped: Callable[..., Any], name: str) -> bool:
+    """A parameter nobody trains, so None is its right gradient: it has a Python-number default
+    (``temperature=0.5``), or the docstring calls it a hyper-parameter on the line naming it."""
+    try:
+        parameter = inspect.signature(wrapped).parameters.get(name)
+    except (TypeError, ValueError):
+        parameter = None
+    default = None if parameter is None else parameter.default
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return True
+    doc = inspect.getdoc(wrapped) or ""
+    return any(name in line.replace(",", " ").replace(":", " ").replace("`", " ").split()
+               and any(word in line.lower() for word in _HYPER) for line in doc.splitlines())
 
 
 def _input_names(wrapped: Callable[..., Any], args: Sequence[Any]) -> list[str]:
@@ -242,6 +264,7 @@ class _CheckedCall:
     # -- grad --------------------------------------------------------------------------------
 
     def _checked_grad(self, grad_fn: Callable[..., Any]) -> Callable[..., Any]:
+        GRAD_FUNCTIONS[self.info.key] = grad_fn
         # Keep the signature faithful: TF inspects it for `variables` and must raise as usual.
         if _accepts_variables(grad_fn):
             def checked_grad(*upstreams: Any, variables: Any = None) -> Any:
@@ -333,7 +356,7 @@ class _CheckedCall:
                 # a Python number is not a tensor input in real use, and a parameter the forward
                 # does not depend on (a threshold, a gradient-reversal strength) has no gradient
                 if spec.floating and tf.is_tensor(spec.value) and not _not_trained(spec.value) \
-                        and not self._independent_of(index, spec):
+                        and not hyper_parameter(self.wrapped, spec.name) and not self._independent_of(index, spec):
                     self.record(
                         CG104,
                         f"grad returns None for floating input '{spec.name}' ({spec.describe()}); "

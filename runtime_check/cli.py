@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also check that grad returns zeros for a zero upstream")
     parser.add_argument("--second-order", action="store_true", default=None,
                         help="also check that grad is itself differentiable (Hessian-vector products)")
+    parser.add_argument("--broadcast-shapes", action="store_true", default=None,
+                        help="also report gradient shapes on inputs with a parameter broadcast as a bias "
+                             "or scale is, when nothing in the project calls it so (CG111)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
     parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
     parser.add_argument("--config", metavar="PYPROJECT",
@@ -170,11 +173,13 @@ def _options(args: argparse.Namespace, config: Any) -> dict[str, bool]:
         "zero_upstream": chosen(args.zero_upstream, config.zero_upstream),
         "magnitudes": config.magnitudes and not args.no_magnitudes,
         "second_order": chosen(args.second_order, config.second_order),
+        "broadcast_shapes": chosen(args.broadcast_shapes, config.broadcast_shapes),
     }
 
 
 _STATUS_TEXT = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no valid inputs",
-                "memory": "over memory cap", "pending": "not finished (interrupted)"}
+                "memory": "over memory cap", "pending": "not finished (interrupted)",
+                "error": "internal error"}
 
 
 def _print_summary(result: Any, findings: list[Any]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import tensorflow as tf
 
-from .checked import variable_name
+from .checked import _is_random_op, variable_name
 from .classify import classify, first_line
 from .issues import RECORDER, DefInfo, labels, naming
 from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
@@ -29,6 +29,7 @@ class Options:
     zero_upstream: bool = False
     magnitudes: bool = True
     second_order: bool = False
+    broadcast_shapes: bool = False
 
 
 # set by the worker: told when each probe starts, so the supervisor times probes, not functions
@@ -50,6 +51,7 @@ class Run:
     grads: list[np.ndarray | None]
     names: list[str]  # one per gradient: input names, then variable names
     n_inputs: int
+    random: bool = False  # the traced graph draws random numbers (its values differ run to run)
 
 
 @dataclass
@@ -80,11 +82,17 @@ def _is_float_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind in "fc"
 
 
-def _upstream(output: np.ndarray, index: int, zero: bool = False) -> np.ndarray:
+def _upstream(output: np.ndarray, index: int, zero: bool = False, random: bool = False) -> np.ndarray:
+    """The upstream of the eager and traced runs: not all ones, and the same in every release
+    (values in reports depend on it); the checks that judge grad's values use random ones."""
     if zero:
         return np.zeros_like(output)
+    if random:
+        from .linearity import random_upstreams
+
+        return random_upstreams([output], 100 + index)[0]
     k = np.arange(output.size, dtype=np.float64).reshape(output.shape)
-    return (0.6 + 0.3 * ((k + index) % 3)).astype(output.dtype)  # not all ones
+    return (0.6 + 0.3 * ((k + index) % 3)).astype(output.dtype)
 
 
 def _floating(result: Any) -> list[Any]:
@@ -101,6 +109,7 @@ class Exerciser:
     def __init__(self, make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], entry: DefInfo,
                  options: Options) -> None:
         self.make_callable, self.names, self.entry, self.options = make_callable, list(names), entry, options
+        self.outcome = Outcome()
 
     # -- attribution ---------------------------------------------------------------------------
 
@@ -121,7 +130,8 @@ class Exerciser:
     def _call_args(self, inputs: InputSet) -> list[Any]:
         return [tf.constant(a) if isinstance(a, (np.ndarray, np.generic)) else a for a in inputs.args]
 
-    def eager(self, fn: Callable[..., Any], inputs: InputSet, zero_upstream: bool = False) -> Run:
+    def eager(self, fn: Callable[..., Any], inputs: InputSet, zero_upstream: bool = False,
+              random_upstream: bool = False) -> Run:
         args = self._call_args(inputs)
         watched = [a for a in args if tf.is_tensor(a) and (a.dtype.is_floating or a.dtype.is_complex)]
         calls_before = RECORDER.call_count
@@ -140,7 +150,7 @@ class Exerciser:
         variables = [
             v for v in tape.watched_variables() if v.trainable and not any(v is a for a in args)
         ]
-        upstream = [_upstream(o.numpy(), i, zero_upstream) for i, o in enumerate(outputs)]
+        upstream = [_upstream(o.numpy(), i, zero_upstream, random_upstream) for i, o in enumerate(outputs)]
         try:
             grads = tape.gradient(outputs, watched + variables, output_gradients=upstream)
         except Exception as exc:
@@ -172,13 +182,15 @@ class Exerciser:
             return outputs, grads
 
         function = tf.function(body, jit_compile=self.options.jit or None, reduce_retracing=False)
+        tensors = [args[i] for i in positions]
         try:
-            outputs, grads = function(*[args[i] for i in positions])
+            outputs, grads = function(*tensors)
         except Exception as exc:
             raise _Failed("tf.function", exc) from exc
         names = [self.names[i] if i < len(self.names) else f"arg{i}" for i in watched_positions]
         return Run([o.numpy() for o in outputs], [_to_numpy(g) for g in grads],
-                   names + [variable_name(v) for v in variables], len(watched_positions))
+                   names + [variable_name(v) for v in variables], len(watched_positions),
+                   _draws_random(function, tensors))
 
     # -- one input set -----------------------------------------------------------------------------
 
@@ -236,7 +248,7 @@ class Exerciser:
                     self.record("CG106", f"works eagerly but fails under {graph_mode}: "
                                 f"{type(failure.exc).__name__}: {first_line(str(failure.exc))}", graph_mode)
                 return True
-            self._compare(eager, graph, graph_mode, outcome)
+            self._compare(eager, graph, graph_mode, outcome, lambda: self._again(fn, inputs))
             # NaN/Inf eagerly was confirmed (or dismissed) numerically by the checked decorator
             if _finite(graph.outputs) and _finite([a for a in inputs.args if isinstance(a, np.ndarray)]) \
                     and not _finite(graph.grads) and (_finite(eager.grads) or RECORDER.has(("CG105",))) \
@@ -252,14 +264,38 @@ class Exerciser:
             confirmed = "" if mode == "eager" else f" (confirmed at runtime under {mode})"
             self.record(code, f"{reason}{confirmed}", mode)
 
-    def _compare(self, eager: Run, graph: Run, graph_mode: str, outcome: Outcome | None = None) -> None:
+    def _again(self, fn: Callable[..., Any], inputs: InputSet) -> Run | None:
+        """The eager run once more, on the same callable and inputs, recording nothing: does it
+        reproduce itself? (No, for random or stateful ops.)"""
+        saved = self._variables, self._upstream
+        try:
+            with RECORDER.discarding():
+                return self.eager(fn, inputs)
+        except Exception:
+            return None
+        finally:
+            self._variables, self._upstream = saved
+
+    def _compare(self, eager: Run, graph: Run, graph_mode: str, outcome: Outcome | None = None,
+                 again: Callable[[], Run | None] | None = None) -> None:
         float64 = all(g is None or g.dtype != np.float32 for g in eager.grads)
         rtol, atol = (1e-7, 1e-9) if float64 else (2e-4, 1e-5)
         if self.options.jit:
             rtol, atol = max(rtol, 1e-3), max(atol, 1e-4)
+        rerun = _Lazy(None if graph.random else again)
         if not _same(eager.outputs, graph.outputs, rtol, atol):
-            # e.g. stateful random ops: different forwards have different gradients, not a defect
-            if outcome is not None:
+            repeated = rerun.get()
+            if repeated is not None and _same(eager.outputs, repeated.outputs, rtol, atol):
+                # the eager forward reproduces itself, the traced one does not: no random op,
+                # the math depends on the mode (a `tf.executing_eagerly()` branch)
+                index = next(i for i, (a, b) in enumerate(zip(eager.outputs, graph.outputs))
+                             if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+                self.record("CG106", f"eager and {graph_mode} forwards differ (output {index}: "
+                            f"{_brief(eager.outputs[index])} vs {_brief(graph.outputs[index])}), and the eager "
+                            "one is the same when run again: code that depends on the mode (such as a "
+                            "`tf.executing_eagerly()` branch) changes the math", f"eager, {graph_mode}")
+            elif outcome is not None:
+                # stateful random ops: different forwards have different gradients, not a defect
                 outcome.notes.append("eager and traced forwards differ (random or stateful ops), "
                                      "so their gradients were not compared")
             return
@@ -271,6 +307,13 @@ class Exerciser:
                     a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
                 differing.append((index, _brief(a), _brief(b)))
         if not differing:
+            return
+        repeated = rerun.get()
+        if graph.random or repeated is not None and not _same([g for g in eager.grads if g is not None],
+                                              [g for g in repeated.grads if g is not None], rtol, atol):
+            if outcome is not None:  # grad draws random numbers: two eager runs differ too
+                outcome.notes.append("eager gradients differ between two runs (random ops in grad), "
+                                     "so eager and traced gradients were not compared")
             return
         first_index, in_eager, in_graph = differing[0]
         name = eager.names[first_index]
@@ -304,13 +347,18 @@ class Exerciser:
         fn = self.make_callable()
         with labels(mode="eager", inputs=probe.label):
             try:
-                run = self.eager(fn, probe)
+                run = self.eager(fn, probe, random_upstream=True)
             except Exception:
                 return
             arrays = [a for a in probe.args if _is_float_array(a)]
+            grads = run.grads[: run.n_inputs]
             rng = np.random.default_rng(7)
-            directions = [rng.standard_normal(a.shape) for a in arrays]
-            analytic = sum(float(np.sum(g * d)) for g, d in zip(run.grads[: run.n_inputs], directions) if g is not None)
+            # an input whose gradient has another shape (CG101 says so) is held still: the
+            # directional derivative along it is not defined, the others' still are
+            directions = [rng.standard_normal(a.shape) if g is None or g.shape == a.shape else np.zeros(a.shape)
+                          for a, g in zip(arrays, grads)]
+            analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, directions)
+                           if g is not None and g.shape == d.shape)
             scale = max([1.0] + [float(np.max(np.abs(a))) for a in arrays if a.size])
             step = 1e-6 * scale
 
@@ -336,6 +384,27 @@ class Exerciser:
                 self.record("CG107", f"custom gradient disagrees with the numerical gradient on {probe.label}: "
                             f"directional derivative {analytic:.6g} vs numerical {numeric:.6g}", "eager")
 
+    def upstream_check(self, accepted: InputSet, outcome: Outcome) -> None:
+        """CG110: grad is linear in its upstream (see linearity.py)."""
+        from . import linearity
+
+        progress("upstream linearity check")
+        with labels(mode="eager", inputs=accepted.label):
+            try:
+                fn = self.make_callable()
+                args = self._call_args(accepted)
+                watched = [a for a in args if tf.is_tensor(a) and (a.dtype.is_floating or a.dtype.is_complex)]
+                names = [n for n, a in zip(self.names, args) if any(a is w for w in watched)]
+                keys = [info.key for info in RECORDER.calls.values()]
+                with naming(self._named(args)):
+                    verdict = linearity.check(fn, args, names, watched, keys)
+            except Exception:
+                return  # the runs before showed whatever fails here
+            if verdict.code:
+                self.record(verdict.code, verdict.message, "eager")
+            elif verdict.note:
+                outcome.notes.append(verdict.note)
+
     def zero_upstream_check(self, accepted: InputSet) -> None:
         progress("zero-upstream probe")
         with labels(mode="eager", inputs=accepted.label):
@@ -352,7 +421,7 @@ class Exerciser:
     # -- the whole entry ---------------------------------------------------------------------------
 
     def run(self, input_sets: Sequence[InputSet]) -> Outcome:
-        outcome = Outcome()
+        outcome = self.outcome = Outcome()  # kept: what ran before an internal error is still reported
         first_accepted: InputSet | None = None
         traced: set[tuple[Any, ...]] = set()
         for inputs in input_sets:
@@ -363,7 +432,11 @@ class Exerciser:
             # a parameter broadcast as a bias is ("applied") is checked for its gradient's shape,
             # which the eager run shows.
             trace = inputs.source == "config" or (inputs.source != "applied" and kind not in traced)
-            if self.run_set(inputs, outcome, trace):
+            # a call nothing in the project makes: its shape findings are opt-in (CG111)
+            made_up = _MADE_UP if self.options.broadcast_shapes else _MADE_UP_SILENT
+            with RECORDER.renaming(made_up if inputs.source == "applied" else {}):
+                accepted = self.run_set(inputs, outcome, trace)
+            if accepted:
                 if first_accepted is None:
                     first_accepted = inputs
                 if trace:
@@ -371,6 +444,7 @@ class Exerciser:
             if RECORDER.has(("CG001", "CG002", "CG004", "CG005", "CG006")):
                 break  # the contract is broken for every input; more probes only repeat it
         if first_accepted is not None:
+            self.upstream_check(first_accepted, outcome)
             if self.options.magnitudes:
                 self.magnitude_probes(first_accepted)
             if self.options.numeric:
@@ -393,6 +467,12 @@ class Exerciser:
         with labels(mode="eager", inputs=as_float64(accepted, self.names).label):
             second_order.check(fn, accepted, lambda code, message, mode: self.record(code, message, mode),
                                graph_mode)
+
+
+# a gradient's shape seen only on inputs the search made up by broadcasting a parameter
+_MADE_UP = {"CG101": ("CG111", " (only with a parameter broadcast over the data as a bias or scale is, which no call "
+                               "site, test or configuration shows)")}
+_MADE_UP_SILENT = {"CG101": ("", "")}  # without --broadcast-shapes: not recorded
 
 
 def trace_class(inputs: InputSet) -> tuple[Any, ...]:
@@ -430,6 +510,32 @@ class _Failed(Exception):
     def __init__(self, where: str, exc: BaseException) -> None:
         super().__init__(where)
         self.where, self.exc = where, exc
+
+
+def _draws_random(function: Any, tensors: Sequence[Any]) -> bool:
+    """Does the traced graph (its functions included) hold a random op that is not seeded
+    statelessly? A small random output (a scalar dropout mask) can repeat by chance, so this is
+    read from the graph rather than from two runs."""
+    try:
+        graph_def = function.get_concrete_function(*tensors).graph.as_graph_def()
+    except Exception:
+        return False
+    types = {node.op for node in graph_def.node}
+    types.update(node.op for f in graph_def.library.function for node in f.node_def)
+    return any(_is_random_op(t) and not t.startswith("Stateless") for t in types)
+
+
+class _Lazy:
+    """The eager re-run, made at most once and only when a comparison needs it."""
+
+    def __init__(self, make: Callable[[], Run | None] | None) -> None:
+        self.make, self.done = make, False
+        self.value: Run | None = None
+
+    def get(self) -> Run | None:
+        if not self.done and self.make is not None:
+            self.done, self.value = True, self.make()
+        return self.value
 
 
 def _brief(array: np.ndarray) -> str:

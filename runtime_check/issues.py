@@ -172,6 +172,9 @@ class _ThreadState(threading.local):
     # set while the pytest plugin re-runs a call: (definition key, the function the original call
     # came through), so the re-run's issues name it too
     shadow_via: tuple[str, str] | None = None
+    # codes recorded under another code (and a note; no code: dropped), while inputs the search
+    # made up run
+    renamed: dict[str, tuple[str, str]] | None = None
 
 
 @dataclass
@@ -190,6 +193,14 @@ class Recorder:
         shadow = self.state.shadow_via
         if not via and shadow is not None and shadow[0] == definition.key:
             via = shadow[1]
+        renamed = (self.state.renamed or {}).get(code)
+        if renamed is not None:
+            if any(i.definition.key == definition.key and i.code == code and i.subject == subject
+                   for i in self.issues):
+                return  # plausible inputs showed it already, under its own code
+            if not renamed[0]:
+                return  # an opt-in finding that was not asked for
+            code, message = renamed[0], message + renamed[1]
         issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label, via)
         with self._lock:
             earlier = self._seen.get(issue.key())
@@ -226,6 +237,15 @@ class Recorder:
     def has(self, code_prefixes: tuple[str, ...]) -> bool:
         with self._lock:
             return any(i.code.startswith(code_prefixes) for i in self.issues)
+
+    @contextlib.contextmanager
+    def renaming(self, codes: dict[str, tuple[str, str]]) -> Iterator[None]:
+        """Issues of these codes recorded inside (in this thread) go under (code, message suffix)."""
+        saved, self.state.renamed = self.state.renamed, codes
+        try:
+            yield
+        finally:
+            self.state.renamed = saved
 
     @contextlib.contextmanager
     def discarding(self) -> Iterator[None]:

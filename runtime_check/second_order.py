@@ -93,9 +93,12 @@ class SecondOrder:
 
 
 def _upstream(output: Any, index: int) -> Any:
-    """The same not-all-ones upstream as the first-order checks, built with TF ops (works traced)."""
-    k = tf.reshape(tf.range(tf.size(output)), tf.shape(output))
-    return tf.cast(0.6 + 0.3 * tf.cast((k + index) % 3, tf.float64), output.dtype)
+    """A random non-unit upstream (mixed signs, magnitudes in [0.5, 1.5)), as the first-order
+    checks use; stateless, so the eager and traced runs get the same one."""
+    shape = tf.shape(output)
+    magnitude = tf.random.stateless_uniform(shape, seed=[7, index], minval=0.5, maxval=1.5, dtype=tf.float64)
+    sign = tf.where(tf.random.stateless_uniform(shape, seed=[8, index], dtype=tf.float64) < 0.5, -1.0, 1.0)
+    return tf.cast(magnitude * tf.cast(sign, tf.float64), output.dtype)
 
 
 def check(fn: Callable[..., Any], inputs: InputSet, record: Callable[[str, str, str], None],

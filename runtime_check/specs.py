@@ -29,7 +29,8 @@ from typing import Any
 
 from cg_lint.config import ConfigError, Settings
 
-TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "second-order", "functions"}
+TOP_KEYS = {"timeout", "jit", "numeric", "zero-upstream", "magnitudes", "second-order", "broadcast-shapes",
+            "functions"}
 FUNCTION_KEYS = {"inputs", "cases", "init", "ignore"}
 INPUT_KEYS = {"shape", "dtype", "value"}
 DTYPES = {"float16", "bfloat16", "float32", "float64", "complex64", "complex128", "int8", "int16", "int32",
@@ -49,6 +50,7 @@ class RuntimeConfig:
     zero_upstream: bool = False
     magnitudes: bool = True
     second_order: bool = False
+    broadcast_shapes: bool = False
     # "module:qualname" -> {"cases": [[input, ...], ...], "init": {...}}
     functions: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -70,7 +72,8 @@ def parse(section: Any, where: str, config: RuntimeConfig | None = None) -> Runt
             raise SpecError(f"{where}: {prefix}.timeout must be a positive number of seconds, and finite")
         config.timeout = float(value)
     for key, attribute in (("jit", "jit"), ("numeric", "numeric"), ("zero-upstream", "zero_upstream"),
-                           ("magnitudes", "magnitudes"), ("second-order", "second_order")):
+                           ("magnitudes", "magnitudes"), ("second-order", "second_order"),
+                           ("broadcast-shapes", "broadcast_shapes")):
         if key in section:
             if not isinstance(section[key], bool):
                 raise SpecError(f"{where}: {prefix}.{key} must be true or false")

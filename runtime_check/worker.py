@@ -161,13 +161,15 @@ class Worker:
         try:
             result = check_entry(number or 0, entry, loaded, self.functions, self.options, self.plot_dir)
         except Exception as exc:  # our bug: one line, and the run goes on
-            emit("internal_error", unit=index, message=f"{type(exc).__name__}: {exc}",
-                 trace=traceback.format_exc(limit=8))
-            result = {"findings": [], "used": [], "status": "error", "rejected": []}
+            result = {"findings": [], "used": [], "status": "error", "rejected": [],
+                      "internal": (f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=8))}
         finally:
             # processes the function started die with it (setsid and double forks included:
             # this worker is their subreaper); those the module's import started live on
             supervisor.kill_tree(os.getpid(), include_root=False, keep=before)
+        internal = result.pop("internal", None)
+        if internal is not None:
+            emit("internal_error", unit=index, message=internal[0], trace=internal[1])
         if self.max_memory and _ran_out_of_memory(result):
             result["status"] = "memory"
         emit("result", id=entry_id, **result)
@@ -371,6 +373,7 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
     used: list[str] = []
     rejected: list[str] = []
     status = "checked"
+    internal: tuple[str, str] | None = None
     spec = loaded.spec_for(entry.qualname)
     if entry.problem is not None and not (spec and spec["cases"]):
         status, why = "no-inputs", entry.problem
@@ -384,9 +387,12 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
             why = why or ("; ".join(rejected[:2]) if rejected else "no input was accepted")
         except CannotCall as exc:
             why = str(exc)
-        if not used:
+        except Exception as exc:  # our bug: keep what was found before it, and never call the entry ok
+            internal = (f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=8))
+            used, status = list(exerciser.outcome.used), "error"
+        if not used and status != "error":
             status = "no-inputs"
-        elif plot_dir and len(names) == 1:
+        elif status == "checked" and plot_dir and len(names) == 1:
             _plot(entry, names, exerciser, plot_dir, module.__name__)
     issues, calls = RECORDER.drain()
     if number == 0:
@@ -401,8 +407,11 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
         ).to_json())
     ignored = [*(spec or {}).get("ignore", []), *(loaded.spec_for(entry.location.qualname) or {}).get("ignore", [])]
     findings = keep(findings, path, ignored)
-    return {"findings": findings, "used": used, "status": status, "rejected": rejected[:3],
-            "called": sorted({f"{c.path}:{c.qualname}" for c in calls})}
+    result = {"findings": findings, "used": used, "status": status, "rejected": rejected[:3],
+              "called": sorted({f"{c.path}:{c.qualname}" for c in calls})}
+    if internal is not None:
+        result["internal"] = internal
+    return result
 
 
 def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) -> dict[str, Any]:

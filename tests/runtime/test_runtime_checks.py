@@ -173,6 +173,44 @@ def test_opt_in_checks(opt_in_run):
     assert results.codes("exact_square") == set()
 
 
+def test_numeric_check_on_a_gradient_of_the_wrong_shape(opt_in_run):
+    """--numeric holds the wrongly shaped input still and checks the others: no internal error, the
+    shape finding stays, and a correct gradient of the same kind gets nothing."""
+    results, _ = opt_in_run
+    assert "internal error" not in results.completed.stderr, results.completed.stderr[-2000:]
+    finding = results.one("transposed_weight_grad", "CG101")
+    assert "gradient for input 'w' has shape (4, 3) but the input has shape (3, 4)" in finding["message"]
+    assert results.codes("transposed_weight_grad") == {"CG101"}
+    assert results.codes("exact_matmul") == set()
+
+
+INJECTED = """
+import tensorflow as tf
+from runtime_check import exercise
+
+def _fails(self, accepted):
+    raise RuntimeError("injected fault in the checker")
+
+exercise.Exerciser.magnitude_probes = _fails  # the checker's own bug, after the main checks ran
+
+@tf.custom_gradient
+def summed(x):
+    def grad(dy):
+        return tf.reduce_sum(dy * 2.0 * x)
+    return x * x, grad
+"""
+
+
+def test_an_internal_error_keeps_the_findings_and_is_never_ok(cli, tmp_path):
+    (tmp_path / "injected.py").write_text(INJECTED)
+    completed = cli("injected.py", cwd=tmp_path)
+    assert completed.returncode == 2, completed.stdout + completed.stderr
+    assert "internal error in injected.py: RuntimeError: injected fault in the checker" in completed.stderr
+    assert "CG101 'summed': gradient for input 'x' has shape () but the input has shape (3,)" in completed.stdout
+    row = next(line for line in completed.stdout.splitlines() if line.startswith("injected.py:summed"))
+    assert row.split()[1:3] == ["internal", "error"], row
+
+
 def test_jit_compile_mode_is_named(opt_in_run):
     results, _ = opt_in_run
     finding = results.one("reduced_grad", "CG101")

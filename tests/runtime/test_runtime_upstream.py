@@ -1,0 +1,157 @@
+"""grad is linear in its upstream (CG110), and eager and traced values agree (CG106): fixture modules
+through the real runtime-check, and each defect and each correct design shown on TensorFlow itself,
+eagerly and under tf.function."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+
+pytestmark = pytest.mark.tf
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+UPSTREAM_DEFECTS = {
+    "ignores_upstream": "grad does not depend on its upstream gradient",
+    "minus_one": "grad is not linear in its upstream gradient: for 'x'",
+    "squared_upstream": "grad is not linear in its upstream gradient: for 'x'",
+    "UnitUpstreamGain.__call__.<locals>.scaled": "grad is not linear in its upstream gradient: for 'gain'",
+    "clipped_with_constant": "grad is not linear in its upstream gradient",
+}
+UPSTREAM_CORRECT = ["straight_through", "reverse_gradient", "clipped_square", "normalised_identity",
+                    "l2_normalised_identity", "noisy_identity", "zero_gradient"]
+MODE_DEFECTS = {
+    "eager_only_factor": "eager and tf.function gradients differ for 'x'",
+    "eager_only_forward": "eager and tf.function forwards differ (output 0",
+}
+MODE_CORRECT = ["eager_only_check", "dropout", "seeded_noise", "noisy_grad"]
+
+
+@pytest.fixture(scope="module")
+def results(cli):
+    from conftest import Results
+
+    return Results(cli("--format", "json", "upstream.py", "modes.py"))
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_cg_fixture_{name}", FIXTURES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gradient(fn, x, upstream, traced: bool):
+    """d<fn(x), upstream>/dx, eagerly or under tf.function."""
+    def run(x, upstream):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = fn(x)
+        return tape.gradient(y, x, output_gradients=upstream)
+    return (tf.function(run) if traced else run)(x, upstream).numpy()
+
+
+X = tf.constant([0.35, -0.9, 1.45])
+U1 = tf.constant([0.8, -1.2, 0.6])
+U2 = tf.constant([-0.7, 0.9, 1.3])
+
+
+@pytest.mark.parametrize("function, text", UPSTREAM_DEFECTS.items())
+def test_upstream_defects_are_cg110(results, function, text):
+    finding = results.one(function, "CG110")
+    assert text in finding["message"] and finding["path"].endswith("upstream.py")
+    assert "inputs x: float32[]" in finding["message"]  # which inputs showed it
+    assert results.codes(function) == {"CG110"}
+
+
+@pytest.mark.parametrize("function", UPSTREAM_CORRECT)
+def test_surrogates_clipping_normalising_and_noise_are_not_reported(results, function):
+    assert results.of(function, "upstream.py") == []
+
+
+@pytest.mark.parametrize("function, text", MODE_DEFECTS.items())
+def test_mode_dependent_math_is_cg106(results, function, text):
+    finding = results.one(function, "CG106")
+    assert text in finding["message"] and finding["mode"] == "eager, tf.function"
+
+
+@pytest.mark.parametrize("function", MODE_CORRECT)
+def test_random_forwards_and_mode_checks_are_not_reported(results, function):
+    assert results.of(function, "modes.py") == []
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf.function"])
+def test_on_tensorflow_the_defects_are_not_linear_and_the_designs_are(traced):
+    m = load("upstream")
+    for fn in (m.ignores_upstream, m.minus_one, m.squared_upstream, m.clipped_with_constant):
+        combined = gradient(fn, X, 0.7 * U1 - 1.3 * U2, traced)
+        separate = 0.7 * gradient(fn, X, U1, traced) - 1.3 * gradient(fn, X, U2, traced)
+        assert not np.allclose(combined, separate, atol=1e-4), fn
+    for fn in (m.straight_through, m.reverse_gradient, m.zero_gradient):
+        combined = gradient(fn, X, 0.7 * U1 - 1.3 * U2, traced)
+        separate = 0.7 * gradient(fn, X, U1, traced) - 1.3 * gradient(fn, X, U2, traced)
+        np.testing.assert_allclose(combined, separate, rtol=1e-5, atol=1e-6)
+    # clipping is active on these upstreams and inactive on small ones, where grad is linear
+    clip = m.clipped_square
+    assert not np.allclose(gradient(clip, X, 2 * U1, traced), 2 * gradient(clip, X, U1, traced))
+    small = 1e-3 * U1
+    np.testing.assert_allclose(gradient(clip, X, 2 * small, traced), 2 * gradient(clip, X, small, traced),
+                               rtol=1e-5)
+    # normalising: the same gradient for u and 2u (never linear, by design)
+    norm = m.normalised_identity
+    np.testing.assert_allclose(gradient(norm, X, 2 * U1, traced), gradient(norm, X, U1, traced), rtol=1e-5)
+
+
+def test_on_tensorflow_the_variable_gradient_ignores_its_upstream():
+    m = load("upstream")
+    layer = m.UnitUpstreamGain()
+    for traced in (False, True):
+        def run(x, upstream):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = layer(x)
+            return tape.gradient(y, layer.gain, output_gradients=upstream)
+        fn = tf.function(run) if traced else run
+        assert np.isclose(fn(X, U1).numpy(), fn(X, U2).numpy())  # its upstream makes no difference
+
+
+def test_on_tensorflow_the_eager_branch_changes_the_values():
+    m = load("modes")
+    eager = gradient(m.eager_only_factor, X, U1, traced=False)
+    traced = gradient(m.eager_only_factor, X, U1, traced=True)
+    np.testing.assert_allclose(eager, 2 * traced, rtol=1e-6)
+    assert not np.allclose(m.eager_only_forward(X).numpy(), tf.function(m.eager_only_forward)(X).numpy())
+    # the check-only branch: the same values in both modes
+    np.testing.assert_allclose(gradient(m.eager_only_check, X, U1, traced=False),
+                               gradient(m.eager_only_check, X, U1, traced=True), rtol=1e-6)
+    # noise drawn in grad: two eager passes already differ, so eager vs traced says nothing
+    assert not np.allclose(gradient(m.noisy_grad, X, U1, traced=False), gradient(m.noisy_grad, X, U1, traced=False))
+
+
+def test_upstream_flow_reads_clipping_and_normalising_from_the_source():
+    from runtime_check.upstream_flow import CLIP, NORMALISE, upstream_flow
+
+    def clip_grad(dy, x=None):
+        c = tf.clip_by_value(dy * 2.0, -1.0, 1.0)
+        return c
+
+    def rsqrt_grad(dy):
+        return dy * tf.math.rsqrt(tf.reduce_sum(dy * dy))
+
+    def plain(dy):
+        return dy / tf.norm(X)  # a norm of something else: not normalising the upstream
+
+    def lambda_holder():
+        return lambda dy: tf.clip_by_norm(dy, 1.0)
+
+    assert upstream_flow(clip_grad) == {CLIP}
+    assert upstream_flow(rsqrt_grad) == {NORMALISE}
+    assert upstream_flow(plain) == frozenset()
+    assert upstream_flow(lambda_holder()) == {CLIP}
