@@ -309,7 +309,8 @@ def _method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     return found
 
 
-_SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement})
+_SEQUENCE_NODES = frozenset({cst.Assign, cst.For, cst.CompFor, cst.Call, cst.StarredElement, cst.Subscript,
+                             cst.Attribute})
 
 
 def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:  # noqa: C901 (a table of cases)
@@ -343,6 +344,13 @@ def _sequence_uses(node: cst.CSTNode, names: set[str]) -> dict[str, int | None]:
             if arg.star == "*" and (n := name_of(arg.value)):
                 found[n] = None
     elif type(node) is cst.StarredElement and (n := name_of(node.value)):
+        found[n] = None
+    elif type(node) is cst.Subscript and (n := name_of(node.value)) and any(
+            type(e.slice) is cst.Index and isinstance(e.slice.value, (cst.SimpleString, cst.ConcatenatedString))
+            for e in node.slice):
+        found[n] = None  # params["w"]: a dict input, one input per value
+    elif (type(node) is cst.Attribute and (n := name_of(node.value))
+          and node.attr.value in ("items", "values", "keys")):
         found[n] = None
     return found
 
