@@ -97,6 +97,9 @@ class Counter:
             callee = call_name(cast(cst.Call, expr), self.qualnames)
             if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
                 return None
+            pieces = _split_count(cast(cst.Call, expr), callee)
+            if pieces is not None:
+                return pieces
             if is_tensor_op_call(expr, self.qualnames):
                 return 1
             through = self._through_helper(cast(cst.Call, expr), whole)
@@ -210,3 +213,23 @@ class Counter:
                 self._active.discard(expr.value)
             return lens.pop() if len(lens) == 1 else None
         return None
+
+
+def _split_count(call: cst.Call, callee: str | None) -> int | None:
+    """How many tensors ``tf.split(x, 2)`` / ``tf.split(x, [1, 2])`` / ``tf.unstack(x, num=3)``
+    return (a list TF flattens into that many outputs), when the call spells it."""
+    last = (callee or "").rsplit(".", 1)[-1]
+    if not (callee or "").startswith("tensorflow.") or last not in ("split", "unstack"):
+        return None
+    keyword = "num_or_size_splits" if last == "split" else "num"
+    position = 1  # tf.split(value, num_or_size_splits); tf.unstack's num is a keyword in practice
+    value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if value is None and len(positional) > position:
+        value = positional[position].value
+    if type(value) is cst.Integer:
+        return int(value.value, 0)
+    if type(value) in (cst.List, cst.Tuple) and last == "split":
+        elements = value.elements  # type: ignore[union-attr]
+        return None if any(type(e) is cst.StarredElement for e in elements) else len(elements)
+    return None
