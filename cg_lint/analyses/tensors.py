@@ -233,15 +233,17 @@ def _positional(call: cst.Call, i: int) -> cst.BaseExpression | None:
     return args[i].value if i < len(args) else None
 
 
-def _tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: Tensors) -> set[str]:
-    """The helper's parameters that this call passes a tensor for (positionally or by keyword)."""
+def tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: Tensors, single: bool = False) -> set[str]:
+    """The helper's parameters that this call passes a tensor for (positionally or by keyword);
+    ``single``: only a tensor that is certainly not a tuple of them (a loop variable may be one)."""
     params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    test = tensors.is_single_tensor if single else tensors.is_tensor
     found = set()
     for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):
-        if i < len(params) and tensors.is_tensor(arg.value):
+        if i < len(params) and test(arg.value):
             found.add(params[i])
     for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value in params and tensors.is_tensor(arg.value):
+        if arg.keyword is not None and arg.keyword.value in params and test(arg.value):
             found.add(arg.keyword.value)
     return found
 
@@ -387,6 +389,9 @@ class Tensors:
         return is_tf_op(name) and self._resolves_to_import(func)
 
     # -- helpers of the same file ---------------------------------------------------------
+    def helper(self, name: cst.Name) -> cst.FunctionDef | None:
+        return self._helper(name)
+
     def _helper(self, name: cst.Name) -> cst.FunctionDef | None:
         """The plain def a called name is bound to (one binding, not a custom gradient or a class)."""
         values = self.ix.lookup_function(name)
@@ -406,7 +411,7 @@ class Tensors:
             return all(self.is_tensor(v) for v in returns)
         if self.depth > 0:
             return False  # one call deep
-        tensor_params = frozenset(_tensor_arguments(helper, call, self))
+        tensor_params = frozenset(tensor_arguments(helper, call, self))
         key = (id(helper), tensor_params)
         found = self._helpers.get(key)
         if found is None:

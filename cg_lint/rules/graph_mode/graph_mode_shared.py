@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from cg_lint.analyses.contexts import asserts_eager, context_of
-from cg_lint.analyses.tensors import Tensors, python_value_uses, statement_of
+from cg_lint.analyses.tensors import Tensors, body_nodes, python_value_uses, statement_of, tensor_arguments
 from cg_lint.analyses.untraceable import leaves_tensorflow
 from cg_lint.findings import Finding
 from cg_lint.model.bodies import all_bodies
@@ -15,7 +15,8 @@ from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule
 
 GRAPH = "under tf.function"
-__all__ = ["GRAPH", "UNTRACEABLE", "Reporter", "converted", "graph_bodies", "graph_tensors", "python_values"]
+__all__ = ["GRAPH", "UNTRACEABLE", "Reporter", "converted", "graph_bodies", "graph_tensors", "helper_bodies",
+           "python_values"]
 
 
 def python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
@@ -51,6 +52,35 @@ def converted(ctx: LintContext, record: CustomGradient) -> str | None:
     tf.function converts: tests/tf_behaviour/README.md); then Python control flow on tensors,
     range(), int(), float() and len() work, and only bool(), assert, .numpy() and NumPy fail."""
     return context_of(ctx.index, record).converted
+
+
+def helper_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[cst.FunctionDef, str, Tensors]]:
+    """Plain functions of this file that the bodies call with tensors (not ``tf.function``s, which
+    AutoGraph converts), with the tensor facts of their parameters: Python on a tensor breaks there
+    just the same. One call deep."""
+    key = ("helper-bodies", id(record))
+    if key not in ctx.cache:
+        tensors = graph_tensors(ctx, record)
+        found: dict[tuple[int, frozenset[str]], tuple[cst.FunctionDef, str, Tensors]] = {}
+        own = {id(record.node), *(id(g.node) for g in record.grads)}
+        for func, who in graph_bodies(ctx, record):
+            if id(func) not in own:
+                continue  # a nested function's parameters may be loop structures (tf.while_loop)
+            for node in body_nodes(func, ctx.index):
+                if type(node) is not cst.Call or type(node.func) is not cst.Name:
+                    continue
+                helper = tensors.helper(node.func)
+                if helper is None or helper.decorators or ctx.index.enclosing(helper, (cst.ClassDef,)):
+                    continue
+                params = frozenset(tensor_arguments(helper, node, tensors, single=True))
+                if not params or (id(helper), params) in found:
+                    continue
+                inner = Tensors(ctx.index, record, roots={id(ctx.index.env_for(helper)): set(params)}, depth=1)
+                line = ctx.position(node)[0]
+                found[(id(helper), params)] = (helper, f"helper '{helper.name.value}' (called by {who} at line "
+                                                       f"{line})", inner)
+        ctx.cache[key] = list(found.values())
+    return ctx.cache[key]  # type: ignore[return-value]
 
 
 class Reporter:

@@ -20,6 +20,7 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     converted,
     graph_bodies,
     graph_tensors,
+    helper_bodies,
 )
 
 _NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
@@ -78,6 +79,22 @@ class TensorAsPythonValue(Rule):
 
     code = CG010
     VALID = (
+        """
+import tensorflow as tf
+
+def _scaled(state):
+    n = len(state)  # a tuple of loop variables, not a tensor
+    return tuple(s * 2.0 / n * n for s in state)
+
+@tf.custom_gradient
+def rolled(x):
+    def body(i, state):
+        return i + 1, _scaled(state)
+    _, (y,) = tf.while_loop(lambda i, s: i < 2, body, (0, (x,)))
+    return y, lambda dy: dy * 4.0
+
+# tf: grad(rolled, [1.0, 2.0]) => both ok
+""",
         """
 import tensorflow as tf
 
@@ -165,6 +182,22 @@ def total(x):
 """,
     )
     INVALID = (
+        """
+import numpy as np
+import tensorflow as tf
+
+def _norm(t):
+    return np.linalg.norm(t)  # expect: CG010
+
+@tf.custom_gradient
+def unit(x):
+    n = tf.norm(x)
+    def grad(dy):
+        return dy / n * _norm(dy) / _norm(dy)
+    return x / n, grad
+
+# tf: grad(unit, [3.0, 4.0]) => eager ok; graph raises Cannot convert a symbolic tf.Tensor
+""",
         """
 import tensorflow as tf
 
@@ -290,11 +323,12 @@ def relu_if_any(x):
             tensors = graph_tensors(ctx, record)
             report = Reporter(self, ctx, record)
             autograph = converted(ctx, record)
-            for func, who in graph_bodies(ctx, record):
+            bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
+            for func, who, facts in bodies + helper_bodies(ctx, record):
                 for node in body_nodes(func, ctx.index):
                     if autograph and _autograph_handles(node):
                         continue
-                    message = self._problem(ctx, tensors, node, who)
+                    message = self._problem(ctx, facts, node, who)
                     if message and (finding := report(node, message)):
                         yield finding
 

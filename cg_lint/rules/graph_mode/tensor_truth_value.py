@@ -7,7 +7,14 @@ from collections.abc import Iterator
 from cg_lint.codes import CG009
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
-from cg_lint.rules.graph_mode.graph_mode_shared import GRAPH, converted, Reporter, graph_bodies, graph_tensors
+from cg_lint.rules.graph_mode.graph_mode_shared import (
+    GRAPH,
+    Reporter,
+    converted,
+    graph_bodies,
+    graph_tensors,
+    helper_bodies,
+)
 from cg_lint.rules.graph_mode.truth_tests import truth_tests
 
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
@@ -103,6 +110,23 @@ class TensorTruthValue(Rule):
 
     code = CG009
     VALID = (
+        """
+import tensorflow as tf
+
+@tf.function  # AutoGraph converts the helper: its tensor if becomes a tf.cond
+def _magnitude(t):
+    if tf.reduce_any(t < 0.0):
+        return tf.abs(t)
+    return t
+
+@tf.custom_gradient
+def soft(x):
+    def grad(dy):
+        return _magnitude(dy)
+    return tf.identity(x), grad
+
+# tf: grad(soft, [1.0, 2.0]) => both ok
+""",
         """
 import tensorflow as tf
 
@@ -284,6 +308,22 @@ def clipped(x):
         """
 import tensorflow as tf
 
+def _magnitude(t):
+    if tf.reduce_any(t < 0.0):  # expect: CG009
+        return tf.abs(t)
+    return t
+
+@tf.custom_gradient
+def soft(x):
+    def grad(dy):
+        return _magnitude(dy)  # the helper runs as unconverted as grad
+    return tf.identity(x), grad
+
+# tf: grad(soft, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
 
 @tf.function
 def step(x):
@@ -449,9 +489,10 @@ def running_max(x):
             tensors = graph_tensors(ctx, record)
             report = Reporter(self, ctx, record)
             autograph = converted(ctx, record)
-            for func, who in graph_bodies(ctx, record):
+            bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
+            for func, who, facts in bodies + helper_bodies(ctx, record):
                 for expr, construct in truth_tests(ctx, func):
-                    if autograph and construct not in _NEVER_CONVERTED or not tensors.is_tensor(expr):
+                    if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
                         continue
                     verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
                             "assert": "asserts on", "max()": "compares", "min()": "compares",
