@@ -82,5 +82,5 @@ def temperature_softmax(logits, temperature=1.0):
     return tf.nn.softmax(logits / temperature), grad
 
 
-soft = functools.partial(temperature_softmax, temperature=0.5)
-probs = temperature_softmax(tf.constant([1.0, 2.0]), temperature=2.0)
+soft = functools.partial(temperature_softmax, temperature=tf.constant(0.5))  # a tensor: no gradient for it
+probs = temperature_softmax(tf.constant([1.0, 2.0]), temperature=tf.constant(2.0))

@@ -19,7 +19,7 @@ import tensorflow as tf
 from .checked import _is_random_op, variable_name
 from .classify import classify, first_line
 from .issues import RECORDER, DefInfo, labels, naming
-from .probes import MAGNITUDES, InputSet, as_float64, with_magnitude
+from .probes import MAGNITUDES, InputSet, as_float64, brief, with_magnitude
 
 
 @dataclass
@@ -291,7 +291,7 @@ class Exerciser:
                 index = next(i for i, (a, b) in enumerate(zip(eager.outputs, graph.outputs))
                              if a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
                 self.record("CG106", f"eager and {graph_mode} forwards differ (output {index}: "
-                            f"{_brief(eager.outputs[index])} vs {_brief(graph.outputs[index])}), and the eager "
+                            f"{brief(eager.outputs[index])} vs {brief(graph.outputs[index])}), and the eager "
                             "one is the same when run again: code that depends on the mode (such as a "
                             "`tf.executing_eagerly()` branch) changes the math", f"eager, {graph_mode}")
             elif outcome is not None:
@@ -305,7 +305,7 @@ class Exerciser:
                 differing.append((index, "None" if a is None else "a tensor", "None" if b is None else "a tensor"))
             elif a is not None and b is not None and (
                     a.shape != b.shape or not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True)):
-                differing.append((index, _brief(a), _brief(b)))
+                differing.append((index, brief(a), brief(b)))
         if not differing:
             return
         repeated = rerun.get()
@@ -536,12 +536,6 @@ class _Lazy:
         if not self.done and self.make is not None:
             self.done, self.value = True, self.make()
         return self.value
-
-
-def _brief(array: np.ndarray) -> str:
-    flat = np.asarray(array).ravel()
-    shown = np.array2string(flat[:4], precision=4, separator=", ")
-    return shown[:-1] + ", ...]" if flat.size > 4 else shown
 
 
 def shadow_check(decorated: Callable[..., Any], args: tuple[Any, ...], info: DefInfo, names: Sequence[str],

@@ -142,15 +142,15 @@ def _linear(backward: Callable[[Sequence[np.ndarray]], list[np.ndarray | None]],
 
 def _first_difference(names: Sequence[str], got: Sequence[np.ndarray | None], want: Sequence[Any]
                       ) -> tuple[str, tuple[str, str]]:
-    from .exercise import _brief
+    from .probes import brief
 
     for name, x, y in zip(names, got, want):
         if x is None or y is None:
             if (x is None) != (y is None):
-                return name, ("None" if x is None else _brief(x), "None" if y is None else _brief(y))
+                return name, ("None" if x is None else brief(x), "None" if y is None else brief(y))
             continue
         if x.shape == y.shape and not np.allclose(x, y, rtol=1e-3, atol=1e-5):
-            return name, (_brief(x), _brief(np.asarray(y, dtype=x.dtype)))
+            return name, (brief(x), brief(np.asarray(y, dtype=x.dtype)))
     name = names[0] if names else "?"
     return name, ("a different value", "another")
 

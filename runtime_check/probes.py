@@ -79,3 +79,10 @@ def with_magnitude(inputs: InputSet, names: Sequence[str], value: float) -> Inpu
 def as_float64(inputs: InputSet, names: Sequence[str]) -> InputSet:
     args = [a.astype("float64") if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in inputs.args]
     return InputSet(args, label_for(names, args), inputs.source)
+
+
+def brief(array: np.ndarray) -> str:
+    """The first values of an array, for messages."""
+    flat = np.asarray(array).ravel()
+    shown = np.array2string(flat[:4], precision=4, separator=", ")
+    return shown[:-1] + ", ...]" if flat.size > 4 else shown
