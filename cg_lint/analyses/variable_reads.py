@@ -70,6 +70,7 @@ def _trainable(call: cst.Call) -> bool:
 class _ClassFacts:
     variables: set[str]
     layers: set[str]
+    lists: set[str]  # attributes holding a list of variables (`[self.add_weight(...) for ...]`)
 
 
 _ASK = object()  # "look the owner up": None already means module level
@@ -127,12 +128,16 @@ class VariableFinder:
         for node in self.ix.walk.function_nodes(func):
             kind_of = type(node)
             if kind_of is cst.Name:
+                parent = self.ix.parent(node)
+                if type(parent) is cst.Attribute and parent.attr is node:
+                    continue  # `self.w`'s `w` is an attribute, not the module's variable `w`
                 kind = self._name_kind(cast(cst.Name, node), owner=func)
                 if kind in reads and self._is_load(node):
                     yield node, node.value, cast(str, kind)  # one of reads
             elif kind_of is cst.Attribute:
                 is_variable = (self._self_attr_kind(cast(cst.Attribute, node), func) == "variable"
-                               or self._object_attr_kind(node, func) == "variable")  # type: ignore[arg-type]
+                               or self._object_attr_kind(node, func) == "variable"  # type: ignore[arg-type]
+                               or self._sublayer_weight(cast(cst.Attribute, node), func))
                 if is_variable and self._is_load(node):
                     yield node, _text(node), "attribute"
             elif kind_of is cst.Call:
@@ -146,14 +151,26 @@ class VariableFinder:
                 elif type(callee) is cst.Attribute and "layer" in (self._self_attr_kind(callee, func),
                                                                    self._object_attr_kind(callee, func)):
                     yield node, _text(callee), "layer"
-            elif kind_of is cst.Subscript and type(node.value) is cst.Name:
-                if self._name_kind(node.value, element=True, owner=func) == "variable":
-                    if self._is_load(node):
-                        yield node, _text(node), "variable"  # an element of a list of variables
-                else:
-                    kind = self._name_kind(node.value, owner=func)
-                    if kind in reads and self._is_load(node):
-                        yield node, node.value.value, cast(str, kind)  # slicing a variable reads it
+            elif kind_of is cst.Subscript:
+                found = self._subscript_read(cast(cst.Subscript, node), func, reads)
+                if found is not None:
+                    yield found
+
+    def _subscript_read(self, node: cst.Subscript, func: FuncNode,
+                        reads: tuple[str, ...]) -> tuple[cst.CSTNode, str, str] | None:
+        value = node.value
+        if type(value) is cst.Attribute:
+            if self._self_attr_kind(value, func) == "variables" and self._is_load(node):
+                return node, _text(node), "attribute"  # an element of a list of weights on self
+            return None
+        if type(value) is not cst.Name:
+            return None
+        if self._name_kind(value, element=True, owner=func) == "variable":
+            return (node, _text(node), "variable") if self._is_load(node) else None  # an element of a list
+        kind = self._name_kind(value, owner=func)
+        if kind in reads and self._is_load(node):
+            return node, value.value, cast(str, kind)  # slicing a variable reads it
+        return None
 
     def _assigned(self, call: cst.Call) -> bool:
         parent = self.ix.parent(call)
@@ -229,7 +246,15 @@ class VariableFinder:
             return "variable"
         if attr.attr.value in facts.layers:
             return "layer"
+        if attr.attr.value in facts.lists:
+            return "variables"
         return None
+
+    def _sublayer_weight(self, attr: cst.Attribute, owner: cst.CSTNode | None) -> bool:
+        """``self.embedding.embeddings``, ``self.dense.kernel``: a weight of a Keras layer that the
+        class holds (TF watches it when the forward reads it, as any other variable)."""
+        return (attr.attr.value in INHERITED_WEIGHTS and type(attr.value) is cst.Attribute
+                and self._self_attr_kind(attr.value, owner) == "layer")
 
     def _object_attr_kind(self, attr: cst.Attribute, owner: cst.CSTNode | None) -> str | None:
         """'variable' / 'layer' for ``obj.x`` where ``obj`` is bound once, in the module or an
@@ -306,18 +331,29 @@ class VariableFinder:
         variables: set[str] = set()
         layers: set[str] = set()
         other: set[str] = set()
+        lists: set[str] = set()
         for attr, value in self._self_assignments(cls):
             if self.is_variable_value(value, receiver_self=False):
                 variables.add(attr)
+            elif self._variable_list(value):
+                lists.add(attr)
             elif self.is_layer_value(value):
                 layers.add(attr)
             elif not (type(value) is cst.Name and value.value == "None"):
                 other.add(attr)
         if self._is_keras_layer_subclass(cls):
             variables |= INHERITED_WEIGHTS - other - layers
-        facts = _ClassFacts(variables, layers - variables)
+        facts = _ClassFacts(variables, layers - variables, lists - variables - layers - other)
         self._classes[id(cls)] = facts
         return facts
+
+    def _variable_list(self, value: cst.BaseExpression) -> bool:
+        if type(value) in (cst.ListComp, cst.GeneratorExp):
+            return self.is_variable_value(value.elt)  # type: ignore[union-attr]
+        if type(value) in (cst.List, cst.Tuple):
+            elements = [e.value for e in value.elements if type(e) is cst.Element]  # type: ignore[union-attr]
+            return bool(elements) and all(self.is_variable_value(e) for e in elements)
+        return False
 
     def _self_assignments(self, cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression]]:
         """Every ``self.x = value`` in the class's methods (nested classes excluded); walked once per

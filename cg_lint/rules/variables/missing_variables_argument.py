@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from cg_lint.analyses.counting import PRESENT, variables_branch
 from cg_lint.analyses.variable_reads import reads_no_variable
 from cg_lint.codes import CG004
 from cg_lint.findings import Finding, Fix
@@ -78,6 +79,23 @@ class MissingVariablesArgument(Rule):
     code = CG004
     fixable = True
     VALID = (
+        """
+import tensorflow as tf
+
+w = tf.Variable(3.0)  # a module variable named like the attribute below
+
+class Scale(tf.Module):
+    def __init__(self):
+        self.w = 2.0  # a plain number: reading self.w reads no variable
+
+    def __call__(self, x):
+        @tf.custom_gradient
+        def f(v):
+            return v * self.w, lambda dy: dy * self.w
+        return f(x)
+
+# tf: grad(Scale(), [1.0, 2.0]) => both ok
+""",
         """
 import tensorflow as tf
 
@@ -172,6 +190,67 @@ def scaled(x):
 """,
     )
     INVALID = (
+        """
+import keras
+import tensorflow as tf
+
+class Lookup(keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.table = keras.layers.Embedding(4, 2)
+
+    def build(self, shape):
+        self.table.build(shape)
+
+    def call(self, ids):
+        @tf.custom_gradient
+        def look(i):
+            def grad(dy):  # expect: CG004
+                return None
+            return tf.gather(self.table.embeddings, i), grad  # a sublayer's weight is a variable read
+        return look(ids)
+
+layer = Lookup()
+
+def use(ids):
+    return layer(ids)
+
+# tf: call(use, [0, 1]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Product(keras.layers.Layer):
+    def build(self, shape):
+        self.factors = [self.add_weight(shape=(), initializer="ones") for _ in range(2)]
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            def grad(dy):  # expect: CG004
+                return dy * self.factors[0] * self.factors[1]
+            return v * self.factors[0] * self.factors[1], grad
+        return f(x)
+
+layer = Product()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def doubled(x):
+    def grad(dy, variables=None):  # expect: CG004
+        return dy * 2.0, [tf.zeros_like(v) for v in variables]
+    return x * 2.0, grad
+
+# tf: grad(doubled, [1.0, 2.0]) => both raises 'NoneType' object is not iterable
+""",
         """
 import tensorflow as tf
 
@@ -353,6 +432,12 @@ def scaled(x):
                     f"calls grad without it, and taking the gradient raises TypeError: grad() missing 1 required "
                     f"{kind} argument: 'variables' (eagerly and under tf.function); give it a default "
                     f"(variables=None)")
+            elif _is_none(default) and (use := _iterated(ctx, grad)) is not None:
+                message = (
+                    f"grad of '{record.name}' iterates 'variables' ({use}) but '{record.name}' reads no "
+                    f"variable: TF calls grad without it, 'variables' is None, and taking the gradient raises "
+                    f"TypeError: 'NoneType' object is not iterable (eagerly and under tf.function); drop the "
+                    f"variable gradients, or guard them with 'if variables:'")
             elif not _empty_default(default):
                 message = (
                     f"grad of '{record.name}' defaults 'variables' to {describe(default)} but '{record.name}' "
@@ -386,3 +471,27 @@ def _add_variables_fix(ctx: LintContext, grad: GradFn) -> Fix | None:
         return None
     end = last[0].default or last[0].annotation or last[0].name
     return Fix("Add 'variables=None' to grad", (insert_after(ctx.index, end, ", variables=None"),), safe=True)
+
+
+def _is_none(expr: cst.BaseExpression) -> bool:
+    return type(expr) is cst.Name and expr.value == "None"
+
+
+def _iterated(ctx: LintContext, grad: GradFn) -> str | None:
+    """Where grad iterates ``variables`` (a loop, a comprehension, ``len``/``zip``/``list``) outside
+    a branch that runs only when TF passes variables."""
+    for node in ctx.index.walk.walk(grad.node):
+        how = "a loop over it"
+        if type(node) in (cst.For, cst.CompFor):
+            target = node.iter  # type: ignore[union-attr]
+        elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in (
+                "len", "zip", "list", "tuple", "enumerate", "sorted"):
+            target = next((a.value for a in node.args if type(a.value) is cst.Name
+                           and a.value.value == "variables"), None)
+            how = f"{node.func.value}(variables)"
+        else:
+            continue
+        if type(target) is cst.Name and target.value == "variables" and variables_branch(
+                ctx.index, grad, node) != PRESENT:
+            return how
+    return None

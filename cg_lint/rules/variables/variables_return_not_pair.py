@@ -159,6 +159,38 @@ def affine(x):
     )
     INVALID = (
         """
+import keras
+import tensorflow as tf
+
+class Affine(keras.layers.Layer):
+    def __init__(self, use_bias=True):
+        super().__init__()
+        self.use_bias = use_bias
+
+    def build(self, shape):
+        self.w = self.add_weight(shape=(), initializer="ones")
+        if self.use_bias:
+            self.b = self.add_weight(shape=(), initializer="zeros")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            y = v * self.w
+            if self.use_bias:
+                y = y + self.b
+            def grad(dy, variables=None):
+                return dy * self.w, [tf.reduce_sum(dy * v), tf.reduce_sum(dy)]  # expect: CG005
+            return y, grad
+        return f(x)
+
+layer = Affine(use_bias=False)
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both raises Must return gradient for each variable
+""",
+        """
 import tensorflow as tf
 
 w = tf.Variable(3.0)
@@ -276,11 +308,40 @@ def scaled(x):
                     f"and under tf.function, TF raises TypeError: object of type 'NoneType' has no len(); return a "
                     f"list with one gradient (or None) per variable in variables")
         entries = literal_elements(value) if type(value) is cst.List else None
-        if entries is None or len(entries) >= len(reads):
+        if entries is None:
             return None
+        if len(entries) >= len(reads):
+            return _flag_guarded(ctx, record, len(entries))
         # each read is at least one variable (a layer holds several): a shorter list is too short
         got = "an empty list" if not entries else f"{plural(len(entries), 'variable gradient')}"
         return (f"grad of '{record.name}' returns {got} but '{record.name}' reads "
                 f"{plural(len(reads), 'variable')} ({listing(reads, 2)}): when the gradient is taken, eagerly and "
                 f"under tf.function, TF raises ValueError: Must return gradient for each variable from "
                 f"@custom_gradient grad_fn; return one gradient per v in variables")
+
+
+def _flag_guarded(ctx: LintContext, record: CustomGradient, listed: int) -> str | None:
+    """A fixed number of variable gradients while the forward reads some variable only under a
+    Python flag (``if self.use_bias:``): with the flag off TF passes fewer variables."""
+    if listed != len(record.variable_reads):
+        return None
+    for read in record.variable_reads:
+        test = _python_flag(ctx, read.anchor, record.node)
+        if test is not None:
+            return (f"grad of '{record.name}' always returns {plural(listed, 'variable gradient')}, but "
+                    f"'{record.name}' reads {read.text} only when {test}: with it false TF passes "
+                    f"{plural(listed - 1, 'variable')} and raises ValueError: Must return gradient for each "
+                    f"variable, eagerly and under tf.function; build the list from variables "
+                    f"([grads[v.ref()] for v in variables])")
+    return None
+
+
+def _python_flag(ctx: LintContext, node: cst.CSTNode, forward: cst.CSTNode) -> str | None:
+    """The test of an ``if`` around ``node`` (inside the forward) that reads configuration:
+    ``self.use_bias``, a name, not a tensor comparison."""
+    parent = ctx.index.parent(node)
+    while parent is not None and parent is not forward:
+        if type(parent) is cst.If and type(parent.test) in (cst.Attribute, cst.Name):
+            return describe(parent.test)
+        parent = ctx.index.parent(parent)
+    return None
