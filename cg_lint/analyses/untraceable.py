@@ -33,7 +33,7 @@ def _leaves_tensorflow(index: FileIndex, record: CustomGradient) -> list[str] | 
         return None
     converted: dict[str, str] = {}
     for node in body_nodes(record.node, index):
-        if type(node) is not cst.Call:
+        if type(node) is not cst.Call or in_raise(index, node):
             continue
         func = node.func
         if (type(func) is cst.Attribute and func.attr.value == "numpy" and not node.args
@@ -49,3 +49,14 @@ def _leaves_tensorflow(index: FileIndex, record: CustomGradient) -> list[str] | 
     if not any(how.endswith(".numpy()") for how in converted.values()) and set(converted) != inputs:
         return None
     return [converted[n] for n in record.inputs if n in converted]
+
+
+def in_raise(index: FileIndex, node: cst.CSTNode) -> bool:
+    """Part of a ``raise`` statement: its message runs only on the error path (under a static
+    test that is false when traced, it never runs there)."""
+    parent = index.parent(node)
+    while parent is not None and type(parent) not in (cst.FunctionDef, cst.Lambda, cst.SimpleStatementLine):
+        if type(parent) is cst.Raise:
+            return True
+        parent = index.parent(parent)
+    return False

@@ -9,7 +9,7 @@ import libcst as cst
 from cg_lint.analyses.leaves import call_name
 from cg_lint.analyses.contexts import context_of
 from cg_lint.analyses.tensors import Tensors, body_nodes
-from cg_lint.analyses.untraceable import leaves_tensorflow
+from cg_lint.analyses.untraceable import in_raise, leaves_tensorflow
 from cg_lint.codes import CG010
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
@@ -79,6 +79,17 @@ class TensorAsPythonValue(Rule):
 
     code = CG010
     VALID = (
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def checked(x):
+    if x.shape.rank != 1:  # a static test: false when traced with a vector
+        raise ValueError(f"expected a vector, got {x.numpy()}")  # the message runs only on that error
+    return tf.identity(x), lambda dy: dy
+
+# tf: grad(checked, [1.0, 2.0]) => both ok
+""",
         """
 import tensorflow as tf
 
@@ -326,8 +337,8 @@ def relu_if_any(x):
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
                 for node in body_nodes(func, ctx.index):
-                    if autograph and _autograph_handles(node):
-                        continue
+                    if autograph and _autograph_handles(node) or in_raise(ctx.index, node):
+                        continue  # an error message runs only when the check above it fails
                     message = self._problem(ctx, facts, node, who)
                     if message and (finding := report(node, message)):
                         yield finding
