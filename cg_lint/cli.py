@@ -192,8 +192,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _in_context(settings: Settings, findings: list[Finding], overlays: dict[str, str] | None = None) -> list[Finding]:
-    """Graph-mode findings kept only where the project can trace the definition (cg_lint/project)."""
-    if settings.trace_context == "always" or not findings:
+    """Graph-mode findings kept only where the project can trace the definition, and counts checked
+    against the project's calls (cg_lint/project)."""
+    if not findings:
         return findings
     from cg_lint.project import TraceContexts, in_context
 

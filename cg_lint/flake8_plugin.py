@@ -124,9 +124,9 @@ class Plugin:
     def _in_context(self, findings: list[dict[str, Any]], source: str) -> Iterator[tuple[int, int, str, type]]:
         """Graph-mode findings only where the project around the file can trace the definition
         (the CLI's decision, cg_lint/project: read from the files on disk, this file's text included)."""
-        from cg_lint.project import graph_only
+        from cg_lint.project import project_facts_matter
 
-        if any(graph_only(f["code"]) for f in findings):
+        if any(project_facts_matter(f["code"]) for f in findings):
             from cg_lint.findings import Finding
             from cg_lint.project import TraceContexts, in_context
 

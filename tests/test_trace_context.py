@@ -302,3 +302,27 @@ def test_a_definition_that_leaves_tensorflow_is_one_finding_where_the_project_tr
     # one finding on the definition, not one per NumPy call, and no CG008 for its dtype keyword
     assert [(f["code"], f["line"]) for f in found] == [("CG010", 6)]
     assert "cannot run under tf.function" in found[0]["message"] and "scene.numpy()" in found[0]["message"]
+
+
+BLEND = """
+    import tensorflow as tf
+
+    @tf.custom_gradient
+    def blend(x, weights):
+        y = x * weights[0] + weights[1]
+        def grad(dy):
+            return dy * weights[0], tf.reduce_sum(dy * x), tf.reduce_sum(dy)
+        return y, grad
+"""
+
+
+@pytest.mark.parametrize(("call", "codes"), [
+    ("blend(x, (a, b))", []),  # a tuple: TF flattens it into two inputs, three in all
+    ("blend(x, cfg.weights)", []),  # an attribute may hold a tuple
+    ("blend(x, a)", ["CG003"]),  # two inputs, three gradients
+])
+def test_counts_meet_the_calls_in_other_modules(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                call: str, codes: list[str]) -> None:
+    use = f"from ops import blend\n\ndef run(x, a, b, cfg):\n    return {call}\n"
+    root = _tree(tmp_path, {"ops.py": BLEND, "use.py": use})
+    assert _codes(capsys, str(root)) == codes

@@ -8,6 +8,7 @@ all (``"always"``) or none (``"never"``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from cg_lint.codes import CODES
@@ -25,7 +26,7 @@ UNTRACEABLE = "this custom gradient cannot run under tf.function"
 _FILE_NOTES = ("(it is called under tf.function", "(this call runs under tf.function")
 
 __all__ = ["EAGER_HALF", "TRACE_CONTEXTS", "UNTRACEABLE", "TraceContexts", "Verdict", "apply", "graph_only",
-           "in_context", "needs_tracing"]
+           "in_context", "needs_tracing", "project_facts_matter"]
 
 
 def graph_only(code: str) -> bool:
@@ -41,21 +42,27 @@ def needs_tracing(finding: Finding) -> bool:
 
 def apply(results: list[FileResult], mode: str, contexts: TraceContexts | None = None) -> list[FileResult]:
     """The results with each graph-mode finding kept or dropped by the trace context."""
-    if mode == "always" or not any(graph_only(f.code) for r in results for f in r.findings):
-        return results
     contexts = contexts or TraceContexts()
     return [replace(r, findings=in_context(r.findings, mode, contexts)) for r in results]
 
 
+def project_facts_matter(code: str) -> bool:
+    """Findings the project around the file decides: graph mode (is it traced?) and CG003 (how
+    do the project's calls count?)."""
+    return graph_only(code) or code == "CG003"
+
+
 def in_context(findings: list[Finding], mode: str, contexts: TraceContexts | None = None) -> list[Finding]:
-    if mode == "always" or not any(graph_only(f.code) for f in findings):
+    if not any(project_facts_matter(f.code) for f in findings):
         return findings
     contexts = contexts or TraceContexts()
     return [g for g in (_decide(f, mode, contexts) for f in findings) if g is not None]
 
 
 def _decide(finding: Finding, mode: str, contexts: TraceContexts) -> Finding | None:
-    if not needs_tracing(finding):
+    if finding.code == "CG003" and finding.function is not None:
+        return _counted_by_callers(finding, contexts)
+    if not needs_tracing(finding) or mode == "always":
         return finding
     if mode == "never" or finding.function is None:
         return None if mode == "never" else finding
@@ -67,3 +74,19 @@ def _decide(finding: Finding, mode: str, contexts: TraceContexts) -> Finding | N
     if any(note in finding.message for note in _FILE_NOTES):
         return finding
     return replace(finding, message=f"{finding.message} ({verdict.why})")
+
+
+_RETURNED = re.compile(r"returns (\d+) gradients?\b")
+
+
+def _counted_by_callers(finding: Finding, contexts: TraceContexts) -> Finding | None:
+    """A count from the signature alone (no call in the file) meets the project's calls: a call
+    that passes a structure TF flattens, or exactly as many inputs as grad returns, makes the
+    author right by TF's counting."""
+    returned = _RETURNED.search(finding.message)
+    if returned is None or " takes " not in finding.message:
+        return finding  # counted from the file's own calls: the rule saw them
+    calls = contexts.calls(finding.path, finding.function)  # type: ignore[arg-type]
+    if any(c.structured or c.positional == int(returned.group(1)) for _, c in calls):
+        return None
+    return finding

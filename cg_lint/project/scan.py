@@ -44,6 +44,16 @@ class Reference:
 
 
 @dataclass
+class CallShape:
+    """How one call passes its positional arguments: how many, and whether any may flatten into
+    several inputs (a tuple, list or dict, an attribute or subscript, a ``*splat``)."""
+
+    line: int
+    positional: int
+    structured: bool
+
+
+@dataclass
 class FunctionInfo:
     qualname: str
     line: int
@@ -60,6 +70,7 @@ class ModuleScan:
     references: dict[str, list[Reference]] = field(default_factory=dict)
     # class name -> the names of its bases, as written (last component)
     bases: dict[str, list[str]] = field(default_factory=dict)
+    calls: dict[str, list[CallShape]] = field(default_factory=dict)  # callee's last name -> its calls
     runs_eagerly: bool = False  # tf.config.run_functions_eagerly(True) at module level
     # classes whose own methods call it (their __init__, say): their methods run after it did
     eager_classes: set[str] = field(default_factory=set)
@@ -193,6 +204,10 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         callee: str | None = last_name(node.func)
+        if callee is not None:
+            structured = any(isinstance(a, (ast.Starred, ast.Tuple, ast.List, ast.Dict, ast.Attribute, ast.Subscript,
+                                            ast.ListComp, ast.DictComp)) for a in node.args)
+            self.scan.calls.setdefault(callee, []).append(CallShape(node.lineno, len(node.args), structured))
         if callee in _METHOD_TRACERS and not isinstance(node.func, ast.Attribute):
             callee = None  # the builtins map/filter, functools' reduce: not tf.data
         if callee in _EAGER_WRAPPERS or callee in _TRACERS or callee in _TF_FUNCTION or callee == "compile":

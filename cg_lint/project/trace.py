@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from cg_lint.project.modules import Project, project_root
-from cg_lint.project.scan import ModuleScan
+from cg_lint.project.scan import CallShape, ModuleScan
 
 MAX_DEPTH = 8
 MAX_NODES = 400
@@ -65,6 +65,17 @@ class TraceContexts:
         if found is None:
             found = self._projects[root] = Project(root, self.overlays)
         return found
+
+    def calls(self, path: str, qualname: str) -> list[tuple[str, CallShape]]:
+        """The project's calls of a module-level function or method by its name (other modules
+        only for a public name), with where they are."""
+        if "<locals>" in qualname:
+            return []
+        project = self.project_of(path)
+        name = qualname.rsplit(".", 1)[-1]
+        here = os.path.abspath(path)
+        where = [here] if name.startswith("_") else list(project.mentioning(name))
+        return [(p, c) for p in where for c in project.scan(p).calls.get(name, ())]
 
     def verdict(self, path: str, qualname: str, libraries: bool = True) -> Verdict:
         """``libraries=False``: only the project's own tracing counts, not its users' (for a

@@ -128,7 +128,7 @@ class CgLintServer(LanguageServer):
     def in_context(self, findings: list[Finding], settings: Settings, path: str, text: str) -> list[Finding]:
         """Graph-mode findings only where the project can trace the definition, as the CLI
         decides (cg_lint/project), with the open buffer in place of the file on disk."""
-        if settings.trace_context == "always" or not findings:
+        if not findings:
             return findings
         from cg_lint.project import TraceContexts, in_context
 
