@@ -91,6 +91,8 @@ CG011 = _code("CG011", "elementwise-cond-predicate", "tf.cond predicate is eleme
 CG012 = _code("CG012", "input-used-as-python-value", "a positional input is used as a Python value",
               "graph-mode", graph_only=True)
 CG013 = _code("CG013", "upstream-unused", "grad never reads its upstream gradient", "gradients")
+CG014 = _code("CG014", "self-as-input", "a custom-gradient method is called with self as a positional input",
+              "call-sites")
 CG018 = _code("CG018", "variable-read-in-grad", "a tf.Variable is read inside grad", "variables")
 
 # -- runtime-check only (see docs/runtime-check.md) ----------------------------------------------

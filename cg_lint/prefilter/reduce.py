@@ -9,7 +9,8 @@ rule that reads more must extend this):
   full; the defs named in their ``return`` values, lambdas or marker-call arguments (grad functions,
   call-form targets), and the defs named in those defs' returns (grads of call-form targets): at
   the top level or, for a method, in its own class (``self.name``), as the model resolves them;
-- call sites: statements naming a function a root defines (methods: within their class);
+- call sites: statements naming a function a root defines (methods: within their class, and
+  anywhere as ``Class.method(``);
 - name resolution: every top-level statement binding a name a kept statement mentions, to a
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
   stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
@@ -218,13 +219,21 @@ class _Reduction:
         """The defs the roots return or pass to a marker call (grads, call-form targets) and what
         those return; then every unit that names a function the roots define (call sites)."""
         callees = self._keep_returned_defs(roots, spellings, occ)
+        through_class: list[re.Pattern[str]] = []
         for unit in roots:
             if unit.cls is not None:
-                if unit.is_def and unit.name is not None:  # a method: called as self.name() in its class only
+                if unit.is_def and unit.name is not None:  # a method: called as self.name() in its class
                     callees.setdefault(unit.cls, set()).add(unit.name)
+                    if unit.cls.name is not None:  # ... and as Class.name(self, ...) anywhere (CG014)
+                        through_class.append(re.compile(rf"\b{re.escape(unit.cls.name)}\s*\.\s*"
+                                                        rf"{re.escape(unit.name)}\s*\("))
             elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
                 callees.setdefault(None, set()).update(self.per_text(unit, None, _unit_binds))
         headers = [u for u in self.top if u.members]
+        for pattern in through_class:
+            for unit in self.leaves:
+                if unit.state != _FULL and self.mentions(unit, pattern):
+                    self.make_full(unit)
         for scope, names in callees.items():
             for unit in (self.leaves + headers) if scope is None else [scope, *scope.members]:
                 if unit.state != _FULL and not names.isdisjoint(self.unit_words(unit)):

@@ -7,6 +7,7 @@ from cg_lint.rules.arity.gradient_count_mismatch import GradientCountMismatch
 from cg_lint.rules.arity.upstream_count_mismatch import UpstreamCountMismatch
 from cg_lint.rules.base import Rule
 from cg_lint.rules.call_sites.keyword_arguments import KeywordArguments
+from cg_lint.rules.call_sites.self_as_input import SelfAsInput
 from cg_lint.rules.gradients.upstream_unused import UpstreamUnused
 from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondPredicate
 from cg_lint.rules.graph_mode.input_used_as_python_value import InputUsedAsPythonValue
@@ -24,7 +25,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch,
             TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
             MissingVariablesArgument, VariablesReturnNotPair, VariableGradsNotList, PositionalVariableGrads,
-            VariableReadInGrad, KeywordArguments, UpstreamUnused,
+            VariableReadInGrad, KeywordArguments, UpstreamUnused, SelfAsInput,
         ),
         key=lambda r: r.code,
     )
