@@ -93,6 +93,9 @@ CG012 = _code("CG012", "input-used-as-python-value", "a positional input is used
 CG013 = _code("CG013", "upstream-unused", "grad never reads its upstream gradient", "gradients")
 CG014 = _code("CG014", "self-as-input", "a custom-gradient method is called with self as a positional input",
               "call-sites")
+CG015 = _code("CG015", "static-batch-dimension",
+              "x.shape[0] used as a number in a Keras layer, where the batch dimension is None when traced",
+              "graph-mode", graph_only=True)
 CG018 = _code("CG018", "variable-read-in-grad", "a tf.Variable is read inside grad", "variables")
 
 # -- runtime-check only (see docs/runtime-check.md) ----------------------------------------------

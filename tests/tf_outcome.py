@@ -14,7 +14,8 @@ def outcome(thunk) -> str:
         # then "Arguments received by X.call():" and one line per argument; keep TF's message
         text = str(e).split("Arguments received by", 1)[0]
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        wrapped = [i for i, ln in enumerate(lines[:-1]) if "Exception encountered when calling" in ln]
+        wrapped = [i for i, ln in enumerate(lines[:-1])
+                   if "Exception encountered when calling" in ln or ln.endswith("Error encountered:")]
         if wrapped:
             message = lines[wrapped[-1] + 1]
         else:

@@ -11,6 +11,7 @@ from cg_lint.rules.call_sites.self_as_input import SelfAsInput
 from cg_lint.rules.gradients.upstream_unused import UpstreamUnused
 from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondPredicate
 from cg_lint.rules.graph_mode.input_used_as_python_value import InputUsedAsPythonValue
+from cg_lint.rules.graph_mode.static_batch_dimension import StaticBatchDimension
 from cg_lint.rules.graph_mode.tensor_as_python_value import TensorAsPythonValue
 from cg_lint.rules.graph_mode.tensor_truth_value import TensorTruthValue
 from cg_lint.rules.variables.missing_variables_argument import MissingVariablesArgument
@@ -25,7 +26,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             ForwardReturnNotPair, UpstreamCountMismatch, GradientCountMismatch,
             TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
             MissingVariablesArgument, VariablesReturnNotPair, VariableGradsNotList, PositionalVariableGrads,
-            VariableReadInGrad, KeywordArguments, UpstreamUnused, SelfAsInput,
+            VariableReadInGrad, KeywordArguments, UpstreamUnused, SelfAsInput, StaticBatchDimension,
         ),
         key=lambda r: r.code,
     )
