@@ -94,21 +94,51 @@ class Counter:
         if kind in (cst.ListComp, cst.SetComp, cst.DictComp):
             return None
         if kind is cst.Call:
-            callee = call_name(cast(cst.Call, expr), self.qualnames)
-            if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
-                return None
-            pieces = _split_count(cast(cst.Call, expr), callee)
-            if pieces is not None:
-                return pieces
-            if is_tensor_op_call(expr, self.qualnames):
-                return 1
-            through = self._through_helper(cast(cst.Call, expr), whole)
-            if through is not None:
-                return through
+            counted = self._count_call(cast(cst.Call, expr), whole)
+            if counted is not False:
+                return counted  # type: ignore[return-value]
         elif isinstance(expr, (cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString, cst.Lambda)):
             return 1
         # a subscript, attribute, boolean operation, await or other call: one tensor inside a literal
         return None if whole else 1
+
+    def _count_call(self, call: cst.Call, whole: bool) -> int | None | bool:
+        """A call's leaves; False when nothing here knows (the caller's default applies)."""
+        callee = call_name(call, self.qualnames)
+        if callee in ("list", "tuple", "zip", "map", "sorted", "reversed", "filter", "dict"):
+            return None
+        pieces = _split_count(call, callee)
+        if pieces is None:
+            pieces = self._namedtuple_fields(call)
+        if pieces is not None:
+            return pieces
+        if is_tensor_op_call(call, self.qualnames):
+            return 1
+        through = self._through_helper(call, whole)
+        return through if through is not None else False
+
+    def _namedtuple_fields(self, call: cst.Call) -> int | None:
+        """``Pair(a, b)`` where ``Pair = collections.namedtuple("Pair", ["lo", "hi"])`` (or a
+        ``typing.NamedTuple`` class of this file): TF flattens it into one output per field."""
+        if type(call.func) is not cst.Name:
+            return None
+        values = self.env.lookup(call.func.value) or []
+        if len(values) != 1:
+            return None
+        value = values[0]
+        if type(value) is cst.Call and (call_name(value, self.qualnames) or "").endswith("namedtuple"):
+            fields = value.args[1].value if len(value.args) > 1 else None
+            if type(fields) in (cst.List, cst.Tuple):
+                return len(fields.elements)  # type: ignore[union-attr]
+            if type(fields) is cst.SimpleString:
+                return len(str(fields.evaluated_value).replace(",", " ").split())
+            return None
+        if type(value) is cst.ClassDef and any(
+                (cst.helpers.get_full_name_for_node(b.value) or "").endswith("NamedTuple") for b in value.bases):
+            body = value.body.body if type(value.body) is cst.IndentedBlock else []
+            return sum(1 for stmt in body if type(stmt) is cst.SimpleStatementLine
+                       for small in stmt.body if type(small) is cst.AnnAssign) or None
+        return None
 
     def _through_helper(self, call: cst.Call, whole: bool) -> int | None:
         """The count every return of a plain function of this file gives (``return dy * x, dy``),

@@ -206,6 +206,8 @@ class ModelBuilder:
               and record.class_node is not None):
             node = _method(record.class_node, expr.attr.value)
             bound = node is not None and "staticmethod" not in _decorator_names(node)
+        elif type(expr) is cst.Call and self._is_partial(expr):
+            return self._partial_grad(expr, env, record, seen)
         if node is None:
             return None
         if id(node) in seen:
@@ -219,6 +221,29 @@ class ModelBuilder:
                       signature=_signature(node, bound), returns=self._returns(node),
                       bound_method=bound, is_custom_gradient=is_cg)
         seen[id(node)] = grad
+        return grad
+
+    def _partial_grad(self, call: cst.Call, env: Env, record: CustomGradient,
+                      seen: dict[int, GradFn]) -> GradFn | None:
+        """``functools.partial(g, a, b)``: TF calls it with the upstreams after the bound leading
+        arguments, so grad's upstream parameters are g's remaining positional ones."""
+        args = list(call.args)
+        if not args or args[0].keyword is not None or args[0].star or any(a.star for a in args):
+            return None
+        inner = self._grad_fn(args[0].value, env, record, {})
+        if inner is None or type(inner.node) is not cst.FunctionDef or id(call) in seen:
+            return seen.get(id(call)) if inner is not None else None
+        bound = sum(1 for a in args[1:] if a.keyword is None)
+        keywords = {a.keyword.value for a in args[1:] if a.keyword is not None}
+        sig = inner.signature
+        if len(sig.positional) < bound or any(p.name in keywords for p in sig.positional[bound:]):
+            return None  # a keyword bound to a positional parameter: what TF passes is not clear
+        signature = Signature(positional=sig.positional[bound:], varargs=sig.varargs,
+                              kwonly=[p for p in sig.kwonly if p.name not in keywords], kwargs=sig.kwargs)
+        grad = GradFn(anchor=call, locate=self.locate, node=inner.node, name=inner.name,
+                      signature=signature, returns=inner.returns, bound_method=inner.bound_method,
+                      is_custom_gradient=inner.is_custom_gradient)
+        seen[id(call)] = grad
         return grad
 
     def _structured(self, record: CustomGradient) -> set[str]:

@@ -59,6 +59,19 @@ class UpstreamCountMismatch(Rule):
     code = CG002
     VALID = (
         """
+import functools
+import tensorflow as tf
+
+def _scaled_grad(scale, d_scaled, d_x):
+    return d_scaled * scale + d_x
+
+@tf.custom_gradient
+def scaled(x):
+    return (x * 3.0, x), functools.partial(_scaled_grad, 3.0)  # two upstreams after the bound scale
+
+# tf: grad(scaled, [1.0, 2.0]) => both ok
+""",
+        """
 import tensorflow as tf
 
 @tf.custom_gradient
@@ -112,6 +125,34 @@ def f(x):
 """,
     )
     INVALID = (
+        """
+import functools
+import tensorflow as tf
+
+def _scaled_grad(scale, dy):
+    return dy * scale
+
+@tf.custom_gradient
+def scaled(x):
+    # partial binds scale: grad takes one upstream, the forward has two outputs
+    return (x * 3.0, x), functools.partial(_scaled_grad, 3.0)  # expect: CG002
+
+# tf: grad(scaled, [1.0, 2.0]) => both raises takes 2 positional arguments but 3 were given
+""",
+        """
+import collections
+import tensorflow as tf
+
+Bounds = collections.namedtuple("Bounds", ["low", "high"])
+
+@tf.custom_gradient
+def around(x):
+    def grad(d):  # expect: CG002
+        return d
+    return Bounds(x - 1.0, x + 1.0), grad  # a namedtuple: one output per field
+
+# tf: grad(around, [1.0, 2.0]) => both raises takes 1 positional argument but 2 were given
+""",
         """
 import tensorflow as tf
 
