@@ -317,7 +317,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
 def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOutcome | FileError:
     import os
 
-    from cg_lint.fixes import encode_source, fix_source, read_source, write_atomic
+    from cg_lint.fixes import WriteError, encode_source, fix_source, read_source, write_atomic
 
     try:
         before = os.stat(path)
@@ -336,7 +336,9 @@ def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOut
         except UnicodeEncodeError:
             return FileError(path, f"cannot write the fixes: the fixed text is not encodable as {source.encoding}")
         try:
-            write_atomic(path, new, expected=before)
+            write_atomic(path, new, expected=before, original=data)
+        except WriteError as e:  # refused: the message says what became of the file
+            return FileError(path, f"cannot write the fixes: {e.strerror}")
         except OSError as e:
             return FileError(path, f"cannot write the fixes: {e.strerror or e} (the file is unchanged)")
     return outcome

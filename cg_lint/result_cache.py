@@ -169,9 +169,14 @@ class ResultCache:
                 "utf-8", "surrogatepass"
             )
             temp = self.folder / f".{key}.{os.getpid()}.tmp"
-            with open(temp, "wb") as fh:
-                fh.write(data)
-            os.replace(temp, self.folder / key)
+            try:
+                with open(temp, "wb") as fh:
+                    fh.write(data)
+                os.replace(temp, self.folder / key)
+            except OSError:
+                with contextlib.suppress(OSError):  # a full disk: leave no partial entry behind
+                    os.unlink(temp)
+                raise
             if key.startswith("00"):  # one write in 256 checks the folder's size
                 prune(self.folder)
         except (OSError, ValueError):
