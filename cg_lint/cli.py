@@ -204,9 +204,13 @@ def _result_cache(args: argparse.Namespace, settings: Settings):
     """Results of unchanged files from earlier runs (cg_lint/result_cache.py); None with --no-cache."""
     if args.no_cache:
         return None
-    from cg_lint.result_cache import ResultCache, default_dir, settings_key
+    from cg_lint.result_cache import open_cache, settings_key
 
-    return ResultCache(args.cache_dir or settings.cache_dir or default_dir(), settings_key(settings, "cli"))
+    # --cache-dir is the user's; the configured folder is the repository's: confined to it
+    cache, warning = open_cache(settings_key(settings, "cli"), args.cache_dir, settings.cache_dir, settings.root)
+    if warning:
+        print(f"cg-lint: warning: {warning}", file=sys.stderr)
+    return cache
 
 
 def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
