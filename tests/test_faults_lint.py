@@ -258,7 +258,7 @@ def pooled_tree(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGHUP])
 def test_a_killed_pooled_run_leaves_no_process(pooled_tree: Path, signum: int) -> None:
     # before: SIGTERM and SIGKILL left both workers running with parent 1
-    child = subprocess.Popen([sys.executable, "-m", "cg_lint", "-q", "-j2", "--isolated", str(pooled_tree)],
+    child = subprocess.Popen([sys.executable, "-m", "cg_lint", "-q", "-j2", "--isolated", "--no-cache", str(pooled_tree)],
                              env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     workers: set[int] = set()
     try:
