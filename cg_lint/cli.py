@@ -12,6 +12,7 @@ from cg_lint import __version__
 from cg_lint.config import TRACE_CONTEXTS, ConfigError, Settings, check_code_prefix, load_settings
 from cg_lint.findings import FileError, FileResult, Finding
 from cg_lint.formatters import FORMATS, fix_counts, format_findings
+from cg_lint.pipes import broken_pipe, flushed, write_all
 from cg_lint.processes import parse_jobs
 from cg_lint.runner import Interrupted, lint_paths
 from cg_lint.prefilter import might_contain
@@ -33,6 +34,10 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, like every other bad input
         raise UsageError(message)
+
+    def _print_message(self, message: str, file=None) -> None:  # argparse drops a lost --help
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def _codes(value: str) -> tuple[str, ...]:
@@ -111,13 +116,23 @@ def _rule_command(argv: list[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "server":  # stdout is the protocol's: the server ends on its own terms
+        from cg_lint.server import main as server_main
+
+        return server_main(argv[1:])
+    try:
+        status = _main(argv)
+    except BrokenPipeError:  # the reader of our output went away: it was lost, so no success
+        return broken_pipe()
+    except SystemExit as e:  # --help and --version print, then exit through argparse
+        status = e.code if isinstance(e.code, int) else 0 if e.code is None else EXIT_ERROR
+    return flushed(status)
+
+
+def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "rule":
             return _rule_command(argv[1:])
-        if argv and argv[0] == "server":
-            from cg_lint.server import main as server_main
-
-            return server_main(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return _check(_check_parser().parse_args(argv))
@@ -131,8 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Interrupted as e:  # SIGTERM/SIGHUP while the pool ran: the workers are stopped
         return 128 + e.signum
-    except BrokenPipeError:
-        return EXIT_CLEAN
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -205,9 +218,13 @@ def _result_cache(args: argparse.Namespace, settings: Settings):
     """Results of unchanged files from earlier runs (cg_lint/result_cache.py); None with --no-cache."""
     if args.no_cache:
         return None
-    from cg_lint.result_cache import ResultCache, default_dir, settings_key
+    from cg_lint.result_cache import open_cache, settings_key
 
-    return ResultCache(args.cache_dir or settings.cache_dir or default_dir(), settings_key(settings, "cli"))
+    # --cache-dir is the user's; the configured folder is the repository's: confined to it
+    cache, warning = open_cache(settings_key(settings, "cli"), args.cache_dir, settings.cache_dir, settings.root)
+    if warning:
+        print(f"cg-lint: warning: {warning}", file=sys.stderr)
+    return cache
 
 
 def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
@@ -216,7 +233,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     excluded = args.force_exclude and args.stdin_filename and settings.is_excluded(label)
     if not excluded and len(data) > settings.max_file_size and might_contain(data, settings.markers()):
         if args.fix and not args.diff:  # an editor replaces its buffer with this: give it back whole
-            sys.stdout.buffer.write(data)
+            write_all(sys.stdout, data)
         print(too_large(label, len(data), settings.max_file_size).one_line(), file=sys.stderr)
         return EXIT_ERROR
     if not (args.fix or args.diff):
@@ -246,7 +263,7 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
     source = read_source(data, label)
     if isinstance(source, FileError) or excluded:
         if args.fix and not args.diff:
-            sys.stdout.buffer.write(data)
+            write_all(sys.stdout, data)
         if isinstance(source, FileError):
             print(source.one_line(), file=sys.stderr)
             return EXIT_ERROR
@@ -258,14 +275,13 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
         print(error.one_line(), file=sys.stderr)
     if errors and not outcome.changed:  # could not be checked (e.g. a syntax error): nothing to report
         if args.fix and not args.diff:
-            sys.stdout.buffer.write(data)
+            write_all(sys.stdout, data)
         return EXIT_ERROR
     if args.diff:
-        sys.stdout.write(unified_diff(label, outcome.original, outcome.text))
+        write_all(sys.stdout, unified_diff(label, outcome.original, outcome.text))
         _fix_summary(args, [outcome], would=True)
         return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
-    sys.stdout.buffer.write(encode_source(outcome.text, source.encoding))
-    sys.stdout.flush()
+    write_all(sys.stdout, encode_source(outcome.text, source.encoding))
     sources = {label: split_lines(outcome.text)} if args.format == "text" else None
     _report(args, outcome.remaining, sources, sys.stderr)
     _fix_summary(args, [outcome])
@@ -300,8 +316,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
     errors.sort(key=lambda e: e.path)
     if args.diff:
         for outcome in sorted(outcomes, key=lambda o: o.path):
-            sys.stdout.write(unified_diff(outcome.path, outcome.original, outcome.text))
-        sys.stdout.flush()
+            write_all(sys.stdout, unified_diff(outcome.path, outcome.original, outcome.text))
     else:
         findings.sort(key=lambda f: f.sort_key())
         if args.format == "text":
@@ -320,7 +335,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
 def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOutcome | FileError:
     import os
 
-    from cg_lint.fixes import encode_source, fix_source, read_source, write_atomic
+    from cg_lint.fixes import WriteError, encode_source, fix_source, read_source, write_atomic
 
     try:
         before = os.stat(path)
@@ -339,7 +354,9 @@ def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOut
         except UnicodeEncodeError:
             return FileError(path, f"cannot write the fixes: the fixed text is not encodable as {source.encoding}")
         try:
-            write_atomic(path, new, expected=before)
+            write_atomic(path, new, expected=before, original=data)
+        except WriteError as e:  # refused: the message says what became of the file
+            return FileError(path, f"cannot write the fixes: {e.strerror}")
         except OSError as e:
             return FileError(path, f"cannot write the fixes: {e.strerror or e} (the file is unchanged)")
     return outcome
@@ -348,8 +365,7 @@ def _fix_file(args: argparse.Namespace, settings: Settings, path: str) -> FixOut
 def _report(args: argparse.Namespace, findings: list[Finding], sources, stream) -> None:
     out = format_findings(findings, args.format, sources, stream, unsafe_fixes=args.unsafe_fixes)
     if out:
-        stream.write(out)
-        stream.flush()
+        write_all(stream, out)
 
 
 def _lint_summary(args: argparse.Namespace, findings: list[Finding], checked: int, errors: list[FileError]) -> None:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from cg_lint.engine import lint_source
 from cg_lint.findings import FileError, Finding, Fix
-from cg_lint.sources import decode
+from cg_lint.sources import decode, read_regular
 
 MAX_ITERATIONS = 10
 # libcst ends lines at \r\n, \r or \n only (str.splitlines also splits at \f, \x1c, \u2028, ...)
@@ -175,23 +175,29 @@ TEMP_SUFFIX = ".cg-lint.tmp"
 
 
 class WriteError(OSError):
-    """Writing the fixes failed; the original file is untouched."""
+    """Writing the fixes was refused or failed; ``strerror`` says what happened to the file."""
 
 
-def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None) -> None:
+def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None,
+                 original: bytes | None = None) -> None:
     """Replace the file at ``path`` with ``data`` so that it is, at every instant, either the
-    original or the complete new content: written to a temporary file in the same folder, flushed
-    to disk, given the original's mode (and owner, where allowed), then renamed over the original.
+    original or the complete new content: written to a temporary file in the same folder, given the
+    original's mode, owner and extended attributes (ACLs, labels, user attributes), flushed to
+    disk, then renamed over the original.
 
-    A symlink is followed (its target is replaced, the link stays). ``expected``: the original's
-    ``stat`` when it was read; if the file changed since, nothing is written. On any failure the
-    original is untouched, the temporary file is removed and ``OSError`` is raised.
+    A symlink is followed (its target is replaced, the link stays). ``expected`` / ``original``:
+    the file's ``stat`` and bytes when it was read. Right before the rename the file is read
+    again; if it changed (another program saved it meanwhile), nothing is written and
+    ``WriteError`` says so, as an editor refuses to overwrite a file changed on disk. Whatever
+    cannot be kept (an owner we may not give, an attribute the copy cannot take) refuses the write
+    too. On any failure the original is untouched, the temporary file is removed and ``OSError``
+    is raised.
     """
     target = os.path.realpath(path)
     folder = os.path.dirname(target) or "."
     before = os.stat(target)
     if expected is not None and _identity(before) != _identity(expected):
-        raise WriteError(0, "the file changed while it was being fixed; run again")
+        raise WriteError(0, CHANGED_ON_DISK)
     if not os.access(target, os.W_OK):  # a rename would replace a file its owner made read-only
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     _remove_stale_temporaries(folder, os.path.basename(target))
@@ -206,14 +212,17 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
         while view:
             view = view[os.write(fd, view):]
         os.fchmod(fd, stat.S_IMODE(before.st_mode))
-        if hasattr(os, "fchown") and (before.st_uid, before.st_gid) != _owner(fd):
-            with contextlib.suppress(OSError):
-                os.fchown(fd, before.st_uid, before.st_gid)
+        _keep_owner(fd, before)
+        _keep_xattrs(target, fd)
         os.fsync(fd)
         if not named:
             # the complete, synced file gets a name only now: a kill before this leaves nothing
             _link_unnamed(fd, temporary)
             named = True
+        # as late as it can be: what another program saved since we read is never replaced
+        if _identity(os.stat(target)) != _identity(before) or (
+                original is not None and _read_back(target) != original):
+            raise WriteError(0, CHANGED_ON_DISK)
         os.replace(temporary, target)
         named = False
     finally:
@@ -225,8 +234,55 @@ def write_atomic(path: str, data: bytes, expected: os.stat_result | None = None)
     _sync_folder(folder)
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+CHANGED_ON_DISK = "the file changed on disk after it was read; its new content was kept (run again)"
+
+
+def _read_back(path: str) -> bytes | None:
+    data = read_regular(path)
+    return data if isinstance(data, bytes) else None
+
+
+def _keep_owner(fd: int, before: os.stat_result) -> None:
+    if not hasattr(os, "fchown") or (before.st_uid, before.st_gid) == _owner(fd):
+        return
+    try:
+        os.fchown(fd, before.st_uid, before.st_gid)
+    except OSError:
+        # the renamed copy would belong to us: the file's owner would lose it
+        raise WriteError(0, f"cannot keep the file's owner ({before.st_uid}:{before.st_gid}) in a "
+                            "rewritten copy; the file is unchanged") from None
+
+
+def _keep_xattrs(source: str, fd: int) -> None:
+    """Copy every extended attribute (POSIX ACLs, SELinux labels, user.* tags) to the copy."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(source)
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return
+        raise
+    for name in names:
+        try:
+            value = os.getxattr(source, name)
+            if _xattr_or_none(fd, name) != value:  # a label the folder gave already matches
+                os.setxattr(fd, name, value)
+        except OSError as e:
+            raise WriteError(0, f"cannot keep the extended attribute {name} in a rewritten copy "
+                                f"({e.strerror or e}); the file is unchanged") from None
+
+
+def _xattr_or_none(fd: int, name: str) -> bytes | None:
+    try:
+        return os.getxattr(fd, name)
+    except OSError:
+        return None
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    # the change time too: a writer can put the modification time back, never the change time
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _owner(fd: int) -> tuple[int, int]:

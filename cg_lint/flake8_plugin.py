@@ -8,6 +8,7 @@ matter reach libcst. flake8 aborts the whole run when a plugin raises, so nothin
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -81,11 +82,13 @@ class Plugin:
         # save is how most editors run flake8); built from the entry, not from findings
         cache = key = None
         if self._use_cache:
-            from cg_lint.result_cache import ResultCache, default_dir, flake8_key
+            from cg_lint.result_cache import flake8_key, open_cache
 
-            cache = ResultCache(self._cache_dir or default_dir(), flake8_key(self._decorators, self._explicit))
-            key = cache.key(self.filename, source.encode("utf-8", "surrogatepass"))
-            entry = cache.get_raw(key)
+            # cg-cache-dir may come from the repository's flake8 config: confined to the project
+            cache, _warning = open_cache(flake8_key(self._decorators, self._explicit),
+                                         project_choice=self._cache_dir, project_root=os.getcwd())
+            key = cache.key(self.filename, source.encode("utf-8", "surrogatepass")) if cache else None
+            entry = cache.get_raw(key) if cache is not None and key is not None else None
             if entry is not None:
                 yield from self._in_context(entry["findings"], source)
                 return

@@ -130,7 +130,10 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,  #
     broken: tuple[type[Exception], ...] | type[Exception] = ()  # catches nothing until a pool starts
     markers = settings.markers()
     handlers: dict[int, Any] = {}
+    # the cache trims once, at the end: mid-run it would evict entries this run has yet to read
+    run = cache.run() if cache is not None else contextlib.nullcontext()
     try:
+        run.__enter__()
         for item in iter_files(paths, settings, force_exclude):
             if isinstance(item, FileError):
                 yield FileResult(item.path, error=item)
@@ -185,6 +188,7 @@ def lint_paths(paths: list[str], settings: Settings, jobs: int | None = None,  #
             _stop_pool(pool, interrupted=False)
         for signum, handler in handlers.items():
             signal.signal(signum, handler)
+        run.__exit__(None, None, None)
 
 
 def _catch_termination() -> dict[int, Any]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import io
 import os
 import re
-import stat
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from cg_lint.findings import FileError
+from cg_lint.safe_read import Unreadable, read_bytes, special_kind
 
 
 def decode(data: bytes, path: str) -> str | FileError:
@@ -73,44 +73,15 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 _CHUNK = 1 << 20
 
 
-def special_kind(mode: int) -> str | None:
-    """What a non-regular file is, for the one line that says it was skipped."""
-    if stat.S_ISREG(mode):
-        return None
-    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
 def read_regular(path: str, limit: int | None = None) -> bytes | FileError:
-    """The bytes of a regular file, or one line saying why not. Never blocks on a FIFO or a device
-    (checked before opening, opened non-blocking, and checked again on the open file, so a file
-    swapped in between is caught). ``limit``: larger files are not read (``FileTooLarge``)."""
+    """The bytes of a regular file, or one line saying why not (``cg_lint/safe_read.py``: never
+    blocks on a FIFO or a device). ``limit``: larger files are not read (``FileTooLarge``)."""
     try:
-        kind = special_kind(os.stat(path).st_mode)
-        if kind is not None:
-            return FileError(path, f"not a regular file ({kind})")
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError as e:
-        return FileError(path, f"cannot read: {e.strerror or e}")
-    try:
-        st = os.fstat(fd)
-        kind = special_kind(st.st_mode)
-        if kind is not None:
-            return FileError(path, f"not a regular file ({kind})")
-        if limit is not None and st.st_size > limit:
-            return too_large(path, st.st_size, limit)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read() if limit is None else fh.read(limit + 1)
-        if limit is not None and len(data) > limit:  # grew since the fstat
-            return too_large(path, len(data), limit)
-        return data
-    except OSError as e:
-        return FileError(path, f"cannot read: {e.strerror or e}")
-    finally:
-        os.close(fd)
+        return read_bytes(path, limit)
+    except Unreadable as e:
+        if e.size is not None and limit is not None:
+            return too_large(path, e.size, limit)
+        return FileError(path, e.message)
 
 
 @dataclass(frozen=True)

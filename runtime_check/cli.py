@@ -17,6 +17,7 @@ from typing import Any
 from cg_lint.codes import INFO_CODES
 from cg_lint.config import ConfigError, Settings, load_settings
 from cg_lint.formatters import FORMATS
+from cg_lint.pipes import broken_pipe, flushed, write_all
 from cg_lint.processes import parse_jobs
 
 from . import __version__
@@ -27,6 +28,10 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]  # one line, exit 2
         self.exit(EXIT_ERROR, f"runtime-check: error: {message}\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:  # argparse drops a lost --help
+        if message:
+            (file or sys.stderr).write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,14 +89,16 @@ def _size(text: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return _run(args)
+        status = _run(build_parser().parse_args(argv))
     except KeyboardInterrupt:  # before any worker started (runner.run handles it after)
         sys.stderr.write("runtime-check: interrupted\n")
-        return 128 + signal.SIGINT
-    except BrokenPipeError:
-        return EXIT_CLEAN
+        status = 128 + signal.SIGINT
+    except BrokenPipeError:  # the reader went away and output was lost: never a success
+        return broken_pipe()
+    except SystemExit as exc:  # --help, --version and usage errors exit through argparse
+        status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else EXIT_ERROR
+    return flushed(status)
 
 
 class _Stop(Exception):
@@ -152,7 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     findings = sort_findings(to_finding(item) for item in raw)
     output = format_findings(findings, args.format)
     if output:
-        print(output)
+        write_all(sys.stdout, output + "\n")
     if args.format == "text" and not result.entries and not findings:
         print(f"no custom gradients found in {len(units)} module(s)")
     if args.format == "text" and result.entries:

@@ -245,6 +245,13 @@ def _start_time(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
+def _default_signals() -> None:
+    """Under nohup or in a background job SIGHUP/SIGINT arrive ignored, and cg-lint rightly keeps
+    them so: the child gets the defaults an interactive run has."""
+    for signum in (signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.fixture(scope="module")
 def pooled_tree(tmp_path_factory) -> Path:
     """Enough candidate source for cg-lint to start its pool, and to keep it busy for a while."""
@@ -258,8 +265,9 @@ def pooled_tree(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL, signal.SIGHUP])
 def test_a_killed_pooled_run_leaves_no_process(pooled_tree: Path, signum: int) -> None:
     # before: SIGTERM and SIGKILL left both workers running with parent 1
-    child = subprocess.Popen([sys.executable, "-m", "cg_lint", "-q", "-j2", "--isolated", str(pooled_tree)],
-                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen([sys.executable, "-m", "cg_lint", "-q", "-j2", "--isolated", "--no-cache", str(pooled_tree)],
+                             env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             preexec_fn=_default_signals)
     workers: set[int] = set()
     try:
         deadline = time.monotonic() + 120

@@ -19,7 +19,7 @@ from lint_helpers import ROOT
 from test_cli import BAD, GOOD
 
 ARITY = (ROOT / "examples" / "arity.py").read_text(encoding="utf-8")
-ENTRIES = "results-v1"
+ENTRIES = "results-v2"
 
 
 def run(
@@ -129,14 +129,14 @@ def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
     for garbage in (
         b"",
         b"{not json",
-        b'{"schema": 1, "findings": [{"nope": 1}]}',
+        b'{"schema": 2, "findings": [{"nope": 1}]}',
         b"\xff\xfe",
         b"[]",
     ):
         entry.write_bytes(garbage)
         again = run("bad.py", cwd=tmp_path, cache=cache, importtime=True)
         assert imported_libcst(again) and output(again) == output(cold)
-        assert json.loads(entry.read_bytes())["schema"] == 1  # rewritten whole
+        assert json.loads(entry.read_bytes().partition(b"\n")[2])["schema"] == 2  # rewritten whole
     assert [p.name for p in entries(cache)] == [entry.name]  # no temporary file left behind
 
 
@@ -162,7 +162,9 @@ def test_no_cache_cache_dir_and_the_setting(tmp_path):
     assert (tmp_path / "flag" / ".gitignore").read_text().splitlines()[-1] == "*"
     (tmp_path / "pyproject.toml").write_text('[tool.cg_lint]\ncache-dir = ".cg_lint_cache"\n')
     run("bad.py", cwd=tmp_path, cache=default)
-    assert len(entries(tmp_path / ".cg_lint_cache")) == 1 and not default.exists()
+    # the repository's folder holds the entries; the user's folder only the secret that signs them
+    assert len(entries(tmp_path / ".cg_lint_cache")) == 1
+    assert sorted(p.name for p in default.iterdir()) == ["secret"]
     (tmp_path / "pyproject.toml").write_text("[tool.cg_lint]\ncache-dir = 3\n")
     bad = run("bad.py", cwd=tmp_path, cache=default)
     assert bad.returncode == 2
@@ -220,12 +222,12 @@ def test_prune_keeps_the_most_recently_used(tmp_path):
     folder = tmp_path / "entries"
     folder.mkdir()
     for i in range(50):
-        (folder / f"{i:02d}").write_text("{}")
-        os.utime(folder / f"{i:02d}", ns=(i * 10**9, i * 10**9))
+        (folder / f"{i:040x}").write_text("{}")
+        os.utime(folder / f"{i:040x}", ns=(i * 10**9, i * 10**9))
     assert prune(folder, max_entries=60) == 0
     assert prune(folder, max_entries=40) == 50 - int(40 * PRUNE_TO)
     assert sorted(p.name for p in folder.iterdir()) == [
-        f"{i:02d}" for i in range(50 - int(40 * PRUNE_TO), 50)
+        f"{i:040x}" for i in range(50 - int(40 * PRUNE_TO), 50)
     ]
 
 
@@ -233,7 +235,7 @@ def test_internal_errors_are_never_kept(tmp_path):
     from cg_lint.findings import FileError, FileResult
     from cg_lint.result_cache import ResultCache
 
-    cache = ResultCache(tmp_path, "settings")
+    cache = ResultCache(tmp_path, "settings", secret=b"s" * 32)
     key = cache.key("a.py", b"data")
     cache.put(
         key,

@@ -35,10 +35,11 @@ def main(argv: Sequence[str] = ()) -> int:
         print(MISSING, file=sys.stderr)
         return 2
     from cg_lint.server.app import create_server
+    from cg_lint.server.framing import BoundedReader
 
     server = create_server()
     try:
-        server.start_io()
+        server.start_io(stdin=BoundedReader(sys.stdin.buffer))  # type: ignore[arg-type]
     finally:
         server.linter.shutdown(wait=False, cancel_futures=True)
     # the protocol's rule: exit after shutdown is 0, an exit (or a lost client) without it is 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import sys
 import threading
@@ -34,6 +35,7 @@ from cg_lint import __version__
 from cg_lint.config import Settings
 from cg_lint.findings import Finding
 from cg_lint.server import convert
+from cg_lint.server.framing import MAX_MESSAGE_BYTES, SKIPPED_METHOD
 from cg_lint.server.incremental_ast import IncrementalAst
 from cg_lint.server.workspace_config import WorkspaceConfig
 
@@ -78,6 +80,10 @@ class CgLintServer(LanguageServer):
         self.caches: Caches | None = None  # the engine's, for the session (libcst imported then)
         self.trace: TraceContexts | None = None  # the projects of the open files (cg_lint/project)
         self.schedules: dict[str, _Schedule] = {}
+        # each open document's opening (a number never reused): a lint of an earlier opening, at
+        # the same version number (they restart at each open), is never published for a later one
+        self.openings: dict[str, int] = {}
+        self.opened = itertools.count()
         self.debounce = 0.0  # seconds to wait after a change before linting (initializationOptions)
         self.rule_url: str | None = None
         self.reported_config_errors: set[str] = set()
@@ -162,6 +168,10 @@ class CgLintServer(LanguageServer):
             # here, not at the top: libcst is imported once there is something to lint
             from cg_lint.engine import Caches, lint_source, might_contain
 
+            too_large = _too_large(text, path, settings, might_contain)
+            if too_large is not None:  # minutes and gigabytes to lint: say so instead
+                return Linted(version, text, [], [], [too_large], settings, path)
+
             if self.caches is None:
                 self.caches = Caches()
 
@@ -223,11 +233,11 @@ class CgLintServer(LanguageServer):
                 doc = self.open_document(uri)
                 if doc is None:
                     return  # closed meanwhile
-                version, text = doc.version, doc.source
+                version, text, opening = doc.version, doc.source, self.openings.get(uri)
                 linted = await loop.run_in_executor(self.linter, self.lint_now, uri, version, text)
                 current = self.open_document(uri)
-                if current is None:
-                    return
+                if current is None or self.openings.get(uri) != opening:
+                    return  # closed, or closed and opened again: that opening lints its own text
                 if not state.dirty and current.version == version:
                     self.linted[uri] = linted
                     self.publish(uri, linted)
@@ -262,6 +272,17 @@ class CgLintServer(LanguageServer):
 
     # --- code actions ----------------------------------------------------------------------------
 
+    def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+        """Edits of the text at ``version``: a client that knows versioned edits refuses them once
+        the document has changed, instead of applying them at positions that have moved."""
+        caps = self.client_capabilities.workspace
+        versioned = caps is not None and caps.workspace_edit is not None and caps.workspace_edit.document_changes
+        if version is None or not versioned:
+            return types.WorkspaceEdit(changes={uri: list(edits)})
+        document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=document,
+                                                                             edits=list(edits))])
+
     def code_actions(
         self, uri: str, linted: Linted, params: types.CodeActionParams
     ) -> list[types.CodeAction]:
@@ -273,7 +294,8 @@ class CgLintServer(LanguageServer):
 
         actions: list[types.CodeAction] = []
         if wanted(types.CodeActionKind.QuickFix):
-            for finding, diag in zip(linted.findings, linted.diagnostics, strict=True):
+            # diagnostics past the findings are the server's own (a file too large to check)
+            for finding, diag in zip(linted.findings, linted.diagnostics[: len(linted.findings)], strict=True):
                 if not convert.overlaps(diag.range, params.range):
                     continue
                 if finding.fix is not None and finding.fix.safe:
@@ -284,7 +306,7 @@ class CgLintServer(LanguageServer):
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diag],
                             is_preferred=True,
-                            edit=types.WorkspaceEdit(changes={uri: edits}),
+                            edit=self.workspace_edit(uri, linted.version, edits),
                         )
                     )
                 noqa = convert.noqa_edit(linted.text, linted.lines, finding, units)
@@ -294,7 +316,7 @@ class CgLintServer(LanguageServer):
                             title=f"Silence {finding.code} on this line (# noqa: {finding.code})",
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=[diag],
-                            edit=types.WorkspaceEdit(changes={uri: [noqa]}),
+                            edit=self.workspace_edit(uri, linted.version, [noqa]),
                         )
                     )
         if (
@@ -310,12 +332,28 @@ class CgLintServer(LanguageServer):
                     types.CodeAction(
                         title="Fix all cg-lint problems",
                         kind=convert.FIX_ALL_KIND,
-                        edit=types.WorkspaceEdit(
-                            changes={uri: [convert.minimal_edit(linted.text, outcome.text, units)]}
+                        edit=self.workspace_edit(
+                            uri, linted.version, [convert.minimal_edit(linted.text, outcome.text, units)]
                         ),
                     )
                 )
         return actions
+
+
+def _too_large(text: str, path: str, settings: Settings, might_contain) -> types.Diagnostic | None:
+    """The diagnostic for a candidate over ``max-file-size`` (as the CLI's one line), else None."""
+    if len(text) <= settings.max_file_size or not might_contain(text, settings):
+        return None  # characters <= bytes: a shorter text cannot be over
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= settings.max_file_size:
+        return None
+    from cg_lint.sources import too_large
+
+    message = too_large(path, size, settings.max_file_size).message
+    return types.Diagnostic(
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        message=f"cg-lint: {message}; not checked (max-file-size in [tool.cg_lint])",
+        severity=types.DiagnosticSeverity.Warning, source="cg-lint")
 
 
 def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
@@ -352,25 +390,37 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
                 )
             )
 
+    # Notifications are plain functions (run on the event loop): pygls keeps the future of every
+    # notification an async handler served, for the whole session (some 6 KB per edit)
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def did_open(ls: CgLintServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.schedule(params.text_document.uri)
+    def did_open(ls: CgLintServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.openings[uri] = next(ls.opened)
+        ls.linted.pop(uri, None)  # a result of an earlier opening is not this text's
+        ls.schedule(uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def did_change(ls: CgLintServer, params: types.DidChangeTextDocumentParams) -> None:
+    def did_change(ls: CgLintServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri, ls.debounce)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
-    async def did_save(ls: CgLintServer, params: types.DidSaveTextDocumentParams) -> None:
+    def did_save(ls: CgLintServer, params: types.DidSaveTextDocumentParams) -> None:
         if ls.trace is not None:  # other modules may have changed too: read the project again
             ls.linter.submit(ls.trace.refresh)
         ls.schedule(params.text_document.uri)
+
+    @server.feature(SKIPPED_METHOD)
+    def skipped(ls: CgLintServer, params) -> None:
+        size = getattr(params, "bytes", "?")
+        ls.log(f"cg-lint: a message of {size} bytes from the client was over the server's limit of "
+               f"{MAX_MESSAGE_BYTES} bytes and was skipped", types.MessageType.Error)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: CgLintServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.linted.pop(uri, None)
         ls.schedules.pop(uri, None)
+        ls.openings.pop(uri, None)
         ls.linter.submit(ls.asts.pop, uri, None)  # on the worker thread, after a lint under way
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
