@@ -219,20 +219,20 @@ class _Reduction:
         """The defs the roots return or pass to a marker call (grads, call-form targets) and what
         those return; then every unit that names a function the roots define (call sites)."""
         callees = self._keep_returned_defs(roots, spellings, occ)
-        through_class: list[re.Pattern[str]] = []
+        through_class: list[tuple[frozenset[str], re.Pattern[str]]] = []
         for unit in roots:
             if unit.cls is not None:
                 if unit.is_def and unit.name is not None:  # a method: called as self.name() in its class
                     callees.setdefault(unit.cls, set()).add(unit.name)
                     if unit.cls.name is not None:  # ... and as Class.name(self, ...) anywhere (CG014)
-                        through_class.append(re.compile(rf"\b{re.escape(unit.cls.name)}\s*\.\s*"
-                                                        rf"{re.escape(unit.name)}\s*\("))
+                        through_class.append((frozenset((unit.cls.name, unit.name)), re.compile(
+                            rf"\b{re.escape(unit.cls.name)}\s*\.\s*{re.escape(unit.name)}\s*\(")))
             elif not all(isinstance(s, _IMPORT) for s in unit.stmts):
                 callees.setdefault(None, set()).update(self.per_text(unit, None, _unit_binds))
         headers = [u for u in self.top if u.members]
-        for pattern in through_class:
-            for unit in self.leaves:
-                if unit.state != _FULL and self.mentions(unit, pattern):
+        for words, pattern in through_class:
+            for unit in self.leaves:  # the words first: a regex per unit is what costs
+                if unit.state != _FULL and words <= self.unit_words(unit) and self.mentions(unit, pattern):
                     self.make_full(unit)
         for scope, names in callees.items():
             for unit in (self.leaves + headers) if scope is None else [scope, *scope.members]:

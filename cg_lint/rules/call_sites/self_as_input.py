@@ -112,7 +112,7 @@ class Child(Base):
                     f"it as a plain function with self first, so {_FAILS}; put @tf.custom_gradient on a "
                     f"function nested in the method instead"), record.qualname)
         by_class = {(id(r.class_node), r.node.name.value): r for r in methods}  # type: ignore[union-attr]
-        for node in ctx.index.walk.walk(ctx.index.module):  # only in files with custom-gradient methods
+        for node in ctx.index.nodes:  # the prefilter keeps `Class.method(` calls
             if type(node) is not cst.Call or type(node.func) is not cst.Attribute or not node.args:
                 continue
             target = _through_class(ctx, node.func, by_class)
