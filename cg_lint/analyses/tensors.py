@@ -233,10 +233,12 @@ def _positional(call: cst.Call, i: int) -> cst.BaseExpression | None:
     return args[i].value if i < len(args) else None
 
 
-def tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: Tensors, single: bool = False) -> set[str]:
+def tensor_arguments(helper: cst.FunctionDef, call: cst.Call, tensors: Tensors, single: bool = False,
+                     skip_first: bool = False) -> set[str]:
     """The helper's parameters that this call passes a tensor for (positionally or by keyword);
-    ``single``: only a tensor that is certainly not a tuple of them (a loop variable may be one)."""
-    params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    ``single``: only a tensor that is certainly not a tuple of them (a loop variable may be one);
+    ``skip_first``: a method called on ``self``, whose first parameter the call does not pass."""
+    params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)][int(skip_first):]
     test = tensors.is_single_tensor if single else tensors.is_tensor
     found = set()
     for i, arg in enumerate(a for a in call.args if a.keyword is None and not a.star):

@@ -67,12 +67,18 @@ def helper_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[cst.Fu
             if id(func) not in own:
                 continue  # a nested function's parameters may be loop structures (tf.while_loop)
             for node in body_nodes(func, ctx.index):
-                if type(node) is not cst.Call or type(node.func) is not cst.Name:
+                if type(node) is not cst.Call:
                     continue
-                helper = tensors.helper(node.func)
-                if helper is None or helper.decorators or ctx.index.enclosing(helper, (cst.ClassDef,)):
+                if type(node.func) is cst.Name:
+                    helper = tensors.helper(node.func)
+                    if helper is None or ctx.index.enclosing(helper, (cst.ClassDef,)):
+                        continue
+                else:
+                    helper = _self_method(ctx, record, node.func)
+                if helper is None or helper.decorators:
                     continue
-                params = frozenset(tensor_arguments(helper, node, tensors, single=True))
+                params = frozenset(tensor_arguments(helper, node, tensors, single=True,
+                                                    skip_first=type(node.func) is cst.Attribute))
                 if not params or (id(helper), params) in found:
                     continue
                 inner = Tensors(ctx.index, record, roots={id(ctx.index.env_for(helper)): set(params)}, depth=1)
@@ -81,6 +87,20 @@ def helper_bodies(ctx: LintContext, record: CustomGradient) -> list[tuple[cst.Fu
                                                        f"{line})", inner)
         ctx.cache[key] = list(found.values())
     return ctx.cache[key]  # type: ignore[return-value]
+
+
+def _self_method(ctx: LintContext, record: CustomGradient, func: cst.BaseExpression) -> cst.FunctionDef | None:
+    """``self.name`` inside a method of the class the custom gradient is defined in: that method."""
+    if type(func) is not cst.Attribute or type(func.value) is not cst.Name or func.value.value != "self":
+        return None
+    cls = record.class_node or ctx.index.enclosing(record.node, (cst.ClassDef,))
+    if type(cls) is not cst.ClassDef or type(cls.body) is not cst.IndentedBlock:
+        return None
+    for stmt in cls.body.body:
+        if type(stmt) is cst.FunctionDef and stmt.name.value == func.attr.value and id(stmt) not in {
+                id(r.node) for r in ctx.records}:
+            return stmt
+    return None
 
 
 class Reporter:

@@ -306,6 +306,31 @@ def clipped(x):
     )
     INVALID = (
         """
+import keras
+import tensorflow as tf
+
+class Soft(keras.layers.Layer):
+    def _magnitude(self, t):
+        if tf.reduce_any(t < 0.0):  # expect: CG009
+            return tf.abs(t)
+        return t
+
+    def call(self, x):
+        @tf.custom_gradient
+        def soft(v):
+            def grad(dy):
+                return self._magnitude(dy)  # a method runs as unconverted as grad (Keras converts no call)
+            return tf.identity(v), grad
+        return soft(x)
+
+layer = Soft()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
 import tensorflow as tf
 
 def _magnitude(t):

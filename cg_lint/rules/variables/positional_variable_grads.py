@@ -116,6 +116,32 @@ def f(x):
     )
     INVALID = (
         """
+import keras
+import tensorflow as tf
+
+class Affine(keras.layers.Layer):
+    def build(self, shape):
+        self.w = self.add_weight(shape=(), initializer="ones", name="w")
+        self.b = self.add_weight(shape=(), initializer="zeros", name="a_bias")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            def grad(dy, variables=None):
+                table = {id(self.w.value): tf.reduce_sum(dy * v), id(self.b.value): tf.reduce_sum(dy) * 3.0}
+                return dy * self.w, [table[id(u.value)] for u in self.trainable_variables]  # expect: CG007
+            return v * self.w + self.b * 3.0, grad
+        return f(x)
+
+layer = Affine()
+layer.build(())  # trainable_variables: [w, a_bias]; under tf.function TF sorts them by name
+
+def use(x):
+    return layer(x)
+
+# tf: var_grads(use, [1.0, 2.0], layer.trainable_variables) => graph wrong [3.0, 6.0]
+""",
+        """
 import tensorflow as tf
 
 w = tf.Variable(2.0, name="w")
@@ -156,6 +182,15 @@ class Affine(tf.Module):
                     if elements is None or len(elements) != 2:
                         continue
                     var_grads = resolved_literal(elements[1], ctx)
+                    other = _iterates_other_order(var_grads)
+                    if other is not None:
+                        line, column = statement_position(ctx, site.anchor)
+                        yield self.finding(ctx, line, column, (
+                            f"grad of '{record.name}' orders its variable gradients by {other}, but TF matches "
+                            f"them to 'variables', which it passes in an arbitrary order eagerly and sorted by "
+                            f"name under tf.function: gradients silently go to the wrong variables; iterate "
+                            f"variables instead (for v in variables)"), record.qualname)
+                        continue
                     entries = literal_elements(var_grads) if type(var_grads) is cst.List else None
                     if entries is None or len(entries) < 2:
                         continue
@@ -201,3 +236,17 @@ def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
         out.append(current)
         stack.extend(current.children)
     return out
+
+
+# collections of a layer's or module's variables in its own order, not TF's
+_OWN_ORDER = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
+
+
+def _iterates_other_order(expr: cst.BaseExpression | None) -> str | None:
+    """``[... for v in self.trainable_variables]``: the list follows the object's order."""
+    if type(expr) is not cst.ListComp:
+        return None
+    for comp in _walk(expr.for_in):
+        if type(comp) is cst.CompFor and type(comp.iter) is cst.Attribute and comp.iter.attr.value in _OWN_ORDER:
+            return describe(comp.iter)
+    return None
