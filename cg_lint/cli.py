@@ -85,25 +85,16 @@ def _rule_command(argv: list[str]) -> int:
     p.add_argument("code", nargs="?")
     p.add_argument("--all", action="store_true", help="list every code: the rules, runtime-check's, the tool's")
     args = p.parse_args(argv)
-    from cg_lint.rules import RULES_BY_CODE
-
     if args.all or not args.code:
         _list_codes()
         return EXIT_CLEAN
-    rule = RULES_BY_CODE.get(args.code.upper())
-    if rule is None:
-        from cg_lint.codes import CODES
+    from cg_lint.docs import code_page
 
-        code = CODES.get(args.code.upper())
-        if code is not None:  # a check only runtime-check makes, or the tool's own
-            print(f"# {code}: {code.name}\n\n{code.summary[0].upper()}{code.summary[1:]}. Theme: {code.theme}. "
-                  f"Reported by {'runtime-check' if code.runtime_only else 'cg-lint'}; see {code.page}.")
-            return EXIT_CLEAN
+    text = code_page(args.code.upper())  # a rule's page; for a runtime or the tool's code, its entry
+    if text is None:
         print(f"cg-lint: error: unknown rule '{args.code}' (see 'cg-lint rule --all')", file=sys.stderr)
         return EXIT_ERROR
-    from cg_lint.docs import page
-
-    print(page(rule), end="")
+    print(text, end="")
     return EXIT_CLEAN
 
 
