@@ -104,8 +104,8 @@ def _setup(args: argparse.Namespace) -> tuple[Settings, Any, list[Any], dict[str
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise _Stop("runtime-check: error: --plot needs matplotlib; install it with: "
-                        "pip install 'cg-lint[plot]'") from None
+            raise _Stop("runtime-check: error: --plot needs matplotlib (the 'plot' extra): "
+                        "pip install matplotlib") from None
     if args.config and not Path(args.config).is_file():
         raise _Stop(f"runtime-check: error: {args.config}: no such file")
     try:

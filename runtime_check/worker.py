@@ -256,7 +256,7 @@ def _import_tensorflow() -> bool:
     try:
         import tensorflow  # noqa: F401
     except ImportError as exc:
-        emit("fatal", message=f"runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}")
+        emit("fatal", message=f"runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): {exc}")
         return False
     from . import checked
 
