@@ -10,6 +10,7 @@ import argparse
 import math
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--second-order", action="store_true", default=None,
                         help="also check that grad is itself differentiable (Hessian-vector products)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
-    parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="a PNG per function: its custom gradient beside autodiff along a line "
+                             "through its inputs; DIR/index.html sums them up (needs matplotlib)")
     parser.add_argument("--config", metavar="PYPROJECT",
                         help="read [tool.cg_lint] (and its runtime table) from this file")
     parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
@@ -138,9 +141,16 @@ def _run(args: argparse.Namespace) -> int:
         elif args.format == "text":
             print("no custom gradients found (no Python file mentions custom_gradient)")
         return EXIT_CLEAN
+    started = time.time()
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
                         progress=runner.Progress(), decorators=settings.decorators,
                         jobs=args.jobs or None, max_memory=args.max_memory)
+    if args.plot:
+        from .plot_summary import write_summary
+
+        page = write_summary(args.plot, result.entries.values(), started - 1.0)
+        if page is not None:
+            sys.stderr.write(f"plots: {page} (and summary.md beside it)\n")
     for line in result.errors:
         sys.stderr.write(line + "\n")
     raw = list(result.findings)

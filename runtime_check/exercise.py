@@ -101,6 +101,7 @@ class Exerciser:
     def __init__(self, make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], entry: DefInfo,
                  options: Options) -> None:
         self.make_callable, self.names, self.entry, self.options = make_callable, list(names), entry, options
+        self.first_accepted: InputSet | None = None
 
     # -- attribution ---------------------------------------------------------------------------
 
@@ -370,6 +371,7 @@ class Exerciser:
                     traced.add(kind)
             if RECORDER.has(("CG001", "CG002", "CG004", "CG005", "CG006")):
                 break  # the contract is broken for every input; more probes only repeat it
+        self.first_accepted = first_accepted  # where --plot draws its line through
         if first_accepted is not None:
             if self.options.magnitudes:
                 self.magnitude_probes(first_accepted)

@@ -386,7 +386,7 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
             why = str(exc)
         if not used:
             status = "no-inputs"
-        elif plot_dir and len(names) == 1:
+        elif plot_dir:
             _plot(entry, names, exerciser, plot_dir, module.__name__)
     issues, calls = RECORDER.drain()
     if number == 0:
