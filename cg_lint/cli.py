@@ -88,30 +88,53 @@ def _check_parser() -> argparse.ArgumentParser:
 def _rule_command(argv: list[str]) -> int:
     p = _Parser(prog="cg-lint rule", description="Explain a rule.")
     p.add_argument("code", nargs="?")
-    p.add_argument("--all", action="store_true", help="list every rule")
+    p.add_argument("--all", action="store_true", help="list every code: the rules, runtime-check's, the tool's")
     args = p.parse_args(argv)
-    from cg_lint.rules import ALL_RULES, RULES_BY_CODE
-
     if args.all or not args.code:
-        width = max(len(r.name) for r in ALL_RULES)
-        for r in ALL_RULES:
-            print(f"{r.code}  {r.name:<{width}}  {r.title}")
+        _list_codes()
         return EXIT_CLEAN
-    rule = RULES_BY_CODE.get(args.code.upper())
-    if rule is None:
-        from cg_lint.codes import CODES
+    from cg_lint.docs import code_page
 
-        code = CODES.get(args.code.upper())
-        if code is not None:  # a check only runtime-check makes, or the tool's own
-            print(f"# {code}: {code.name}\n\n{code.summary[0].upper()}{code.summary[1:]}. Theme: {code.theme}. "
-                  f"Reported by {'runtime-check' if code.runtime_only else 'cg-lint'}; see {code.page}.")
-            return EXIT_CLEAN
+    text = code_page(args.code.upper())  # a rule's page; for a runtime or the tool's code, its entry
+    if text is None:
         print(f"cg-lint: error: unknown rule '{args.code}' (see 'cg-lint rule --all')", file=sys.stderr)
         return EXIT_ERROR
-    from cg_lint.docs import page
-
-    print(page(rule), end="")
+    print(text, end="")
     return EXIT_CLEAN
+
+
+def _list_codes() -> None:
+    """Every code either tool reports: the linter's rules, runtime-check's own checks, the tool's."""
+    from cg_lint.codes import CODES, RUNTIME_PAGE
+    from cg_lint.rules import ALL_RULES
+
+    groups = [
+        ("cg-lint rules (cg-lint rule CODE explains one):", [(r.code, r.name, r.title) for r in ALL_RULES]),
+        (f"runtime-check only ({RUNTIME_PAGE}#checks):",
+         [(c, c.name, _short(c.summary, c.info)) for c in CODES.values() if c.runtime_only]),
+        ("cg-lint itself:", [(c, c.name, _short(c.summary, c.info)) for c in CODES.values()
+                             if not c.is_rule and not c.runtime_only]),
+    ]
+    width = max(len(name) for _, rows in groups for _, name, _ in rows)
+    for n, (heading, rows) in enumerate(groups):
+        print(("\n" if n else "") + heading)
+        for code, name, title in rows:
+            print(f"{code}  {name:<{width}}  {title}")
+
+
+def _short(summary: str, info: bool) -> str:
+    """A code's summary cut to one clause for a listing: the opt-in flag named at the end."""
+    import re
+
+    flag = re.match(r"\(`(--[\w-]+)`\) ", summary)
+    if flag:
+        summary = summary[flag.end():]
+    if info:
+        summary = summary.removeprefix("info: ")
+    summary = re.split(r"\. |; |: (?=[a-z])", summary, maxsplit=1)[0]
+    summary = re.sub(r" \((?:also|does|the|a|in|not)\b[^()]*\)", "", summary)
+    notes = [n for n in (flag.group(1) if flag else "", "info" if info else "") if n]
+    return summary + (f" ({', '.join(notes)})" if notes else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

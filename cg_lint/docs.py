@@ -19,6 +19,22 @@ def page(rule: type[Rule]) -> str:
             + rule.doc().split("\n", 1)[1].strip() + "\n")
 
 
+def code_page(code: str) -> str | None:
+    """The page of any registered code: a rule's full page, else what the code registry says
+    (runtime-check's checks, the tool's own CG999). None for a code nobody registered."""
+    from cg_lint.codes import CODES
+    from cg_lint.rules import RULES_BY_CODE
+
+    rule = RULES_BY_CODE.get(code)
+    if rule is not None:
+        return page(rule)
+    entry = CODES.get(code)
+    if entry is None:
+        return None
+    return (f"# {entry}: {entry.name}\n\n{entry.summary[0].upper()}{entry.summary[1:]}. Theme: {entry.theme}. "
+            f"Reported by {'runtime-check' if entry.runtime_only else 'cg-lint'}; see {entry.page}.\n")
+
+
 def index() -> str:
     rows = "\n".join(f"| [{r.code}]({r.code}.md) | `{r.name}` | {r.theme} | {r.title} |" for r in ALL_RULES)
     return ("# Rules\n\nGenerated from the rule classes by `python -m cg_lint.docs`; "

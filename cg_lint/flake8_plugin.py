@@ -1,6 +1,11 @@
 """flake8 plugin: ``flake8 --select CG``. Reads the buffer flake8 gives (editors send stdin).
 
-Cost model: a file without the marker costs one substring test (libcst is not even imported); a
+Configuration is cg-lint's own: ``[tool.cg_lint]`` of the nearest pyproject.toml above each file,
+found and read as the CLI and the server do (cg_lint.config), once per folder and process. flake8's
+options add to it (``--cg-decorators``, codes named in full by ``--select``/``--extend-select``);
+flake8 then filters what the plugin reports with its own selection, ignores and ``# noqa``.
+
+Cost model: a file without a marker costs one substring test (libcst is not even imported); a
 candidate reuses flake8's ``ast`` for the prefilter (cg_lint.prefilter), so only the statements that
 matter reach libcst. flake8 aborts the whole run when a plugin raises, so nothing escapes ``run``.
 """
@@ -15,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from cg_lint import __version__
 
 if TYPE_CHECKING:
+    from cg_lint.config import Settings
     from cg_lint.engine import Caches
     from cg_lint.project import TraceContexts
     from cg_lint.findings import FileResult
@@ -33,8 +39,12 @@ class Plugin:
     _markers: tuple[str, ...] = markers()
     caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
     trace_contexts: TraceContexts | None = None  # the projects this process has looked at
-    _cache_dir: str | None = None  # None: the default folder (cg_lint/result_cache.py)
+    _cache_dir: str | None = None  # None: [tool.cg_lint] cache-dir, else the default folder
     _use_cache = True
+    # --cg-isolated: no [tool.cg_lint] (flake8's own --isolated never reaches plugins' options)
+    _isolated = False
+    # per folder: its settings (flake8's options applied), or why its configuration cannot be used
+    _settings: dict[str, Settings | str] = {}
 
     # flake8 makes this a tree plugin because __init__ asks for `tree`
     def __init__(self, tree: ast.AST | None, lines: list[str], filename: str = "(none)") -> None:
@@ -56,6 +66,10 @@ class Plugin:
             "--cg-no-cache", default=False, action="store_true", parse_from_config=True,
             help="neither read nor write cg-lint's result cache",
         )
+        option_manager.add_option(
+            "--cg-isolated", default=False, action="store_true", parse_from_config=True,
+            help="ignore [tool.cg_lint] in pyproject.toml (read by default, as cg-lint does)",
+        )
 
     @classmethod
     def parse_options(cls, options: Any) -> None:
@@ -67,6 +81,37 @@ class Plugin:
         # their opinions only then, as with cg-lint's own --select
         chosen = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
         cls._explicit = tuple(c for c in chosen if isinstance(c, str) and len(c) == 5 and c.startswith("CG"))
+        cls._isolated = bool(getattr(options, "cg_isolated", False))
+        cls._settings = {}
+
+    @classmethod
+    def settings_for(cls, filename: str) -> Settings | str:
+        """The settings for a file flake8 names (for stdin, its --stdin-display-name): ``[tool.cg_lint]``
+        from the file's folder upward (the current folder when that does not exist, as the CLI),
+        with flake8's options on top; or the configuration error, on one line."""
+        folder = os.path.dirname(os.path.abspath(filename))
+        if not os.path.isdir(folder):
+            folder = os.getcwd()
+        kept = cls._settings.get(folder)
+        if kept is None:
+            kept = cls._settings[folder] = cls._load(folder)
+        return kept
+
+    @classmethod
+    def _load(cls, folder: str) -> Settings | str:
+        from pathlib import Path
+
+        from cg_lint.config import ConfigError, Settings, load_settings
+
+        try:
+            base = Settings(root=folder) if cls._isolated else load_settings(start=Path(folder))
+        except ConfigError as e:
+            return _one_line(str(e))
+        except RecursionError:  # tomllib recurses once per nesting level of a value
+            return f"a pyproject.toml above {folder}: invalid TOML: nested too deeply"
+        extra = tuple(c for c in cls._explicit if c not in base.extend_select)
+        return base.with_cli(decorators=base.decorators | cls._decorators,
+                             extend_select=base.extend_select + extra if extra else None)
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         try:
@@ -76,27 +121,36 @@ class Plugin:
 
     def _run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
-        if not any(m in source for m in self._markers):
+        # flake8's own names first: most files are turned away here without reading a pyproject.toml
+        candidate = any(m in source for m in self._markers)
+        settings = self.settings_for(self.filename)
+        if isinstance(settings, str):
+            if candidate:  # said on the files it would have checked, not on every file flake8 reads
+                yield (1, 0, f"CG999 cg-lint configuration error: {settings}", type(self))
+            return
+        if not (candidate or any(m in source for m in settings.markers())):
+            return
+        if settings.is_excluded(self.filename):  # as the server and `cg-lint --force-exclude`
             return
         # an unchanged file's result from an earlier run: no libcst, no parse (a fresh process each
         # save is how most editors run flake8); built from the entry, not from findings
         cache = key = None
         if self._use_cache:
-            from cg_lint.result_cache import flake8_key, open_cache
+            from cg_lint.result_cache import open_cache, settings_key
 
-            # cg-cache-dir may come from the repository's flake8 config: confined to the project
-            cache, _warning = open_cache(flake8_key(self._decorators, self._explicit),
-                                         project_choice=self._cache_dir, project_root=os.getcwd())
+            # cg-cache-dir (flake8's config) and cache-dir ([tool.cg_lint]) are the repository's
+            # choices: used only when confined to the project (cg_lint/cache_trust.py)
+            cache, _warning = open_cache(settings_key(settings, "flake8", apply_noqa=False),
+                                         project_choice=self._cache_dir or settings.cache_dir,
+                                         project_root=settings.root if settings.config_file else os.getcwd())
             key = cache.key(self.filename, source.encode("utf-8", "surrogatepass")) if cache else None
             entry = cache.get_raw(key) if cache is not None and key is not None else None
             if entry is not None:
-                yield from self._in_context(entry["findings"], source)
+                yield from self._in_context(entry["findings"], source, settings)
                 return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
-        from cg_lint.config import Settings
         from cg_lint.engine import Caches, lint_source
 
-        settings = Settings(select=("CG",), extend_select=self._explicit, decorators=self._decorators)
         if len(source) > settings.max_file_size:  # characters >= bytes / 4: bounded either way
             size = len(source.encode("utf-8", "surrogatepass"))
             if size > settings.max_file_size:
@@ -114,17 +168,18 @@ class Plugin:
         result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches)
         if cache is not None and key is not None:
             cache.put(key, result)
-        yield from self._report(result)
+        yield from self._report(result, settings)
 
-    def _report(self, result: FileResult) -> Iterator[tuple[int, int, str, type]]:
+    def _report(self, result: FileResult, settings: Settings) -> Iterator[tuple[int, int, str, type]]:
         error = result.error
         # a file the limits turn away is said once, like an internal error; one that does not parse
         # is flake8's own E999
         if error is not None and error.message.startswith(("internal error", "not analysed")):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
-        yield from self._in_context([f.to_json() for f in result.findings], "".join(self.lines))
+        yield from self._in_context([f.to_json() for f in result.findings], "".join(self.lines), settings)
 
-    def _in_context(self, findings: list[dict[str, Any]], source: str) -> Iterator[tuple[int, int, str, type]]:
+    def _in_context(self, findings: list[dict[str, Any]], source: str,
+                    settings: Settings) -> Iterator[tuple[int, int, str, type]]:
         """Graph-mode findings only where the project around the file can trace the definition
         (the CLI's decision, cg_lint/project: read from the files on disk, this file's text included)."""
         from cg_lint.project import project_facts_matter
@@ -136,7 +191,8 @@ class Plugin:
             if Plugin.trace_contexts is None:
                 Plugin.trace_contexts = TraceContexts()
             Plugin.trace_contexts.overlay(self.filename, source)
-            kept = in_context([Finding.from_json(f) for f in findings], "auto", Plugin.trace_contexts)
+            kept = in_context([Finding.from_json(f) for f in findings], settings.trace_context,
+                              Plugin.trace_contexts)
             findings = [f.to_json() for f in kept]
         for f in findings:
             yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))

@@ -116,14 +116,6 @@ def settings_key(settings: Any, frontend: str, apply_noqa: bool = True) -> str:
     return repr(parts)
 
 
-def flake8_key(decorators: frozenset[str], explicit: tuple[str, ...] = ()) -> str:
-    """The flake8 plugin's settings (always ``select = CG``, these decorators, the codes flake8
-    selects by full name, which turn opinionated rules on; flake8's own ``# noqa``), without
-    importing cg_lint.config on a hit."""
-    return repr([("frontend", "flake8"), ("noqa", False), ("decorators", sorted(decorators)),
-                 ("explicit", sorted(explicit))])
-
-
 class ResultCache:
     """Entries under ``directory``; ``secret``: when None, the user's (``user_secret``), kept in
     ``secret_dir`` (default: the user's cache folder)."""
@@ -372,4 +364,4 @@ def lookup(
     return key, (with_path(hit, path) if hit is not None else None)
 
 
-__all__ = ["ResultCache", "default_dir", "flake8_key", "lookup", "open_cache", "prune", "settings_key"]
+__all__ = ["ResultCache", "default_dir", "lookup", "open_cache", "prune", "settings_key"]

@@ -50,8 +50,19 @@ def classify(exc: BaseException, python_positionals: Sequence[object] = ()) -> t
         if any(needle in text for needle in needles):
             if code == CG009 and any(isinstance(v, (bool, int, str)) for v in python_positionals):
                 code, description = CG012, "a positional Python flag/int parameter used as a Python value"
-            return code, f"{description}: {type(exc).__name__}: {first_line(text)}"
+            return code, f"{description}: {describe(exc, text)}"
     return None
+
+
+def describe(exc: BaseException, text: str | None = None) -> str:
+    """``Type: first line``, saying the type once: AutoGraph's rendering of an error raised in user
+    code already ends with ``AttributeError: ...``, which is then the line as it stands."""
+    line = first_line(str(exc) if text is None else text)
+    head = line.split(": ", 1)[0]
+    suffixes = ("Error", "Exception", "Warning")
+    if head.isidentifier() and head.endswith(suffixes) and head not in suffixes and head != line:
+        return line
+    return f"{type(exc).__name__}: {line}"
 
 
 def is_graph_only(code: str) -> bool:

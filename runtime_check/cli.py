@@ -10,6 +10,7 @@ import argparse
 import math
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also report gradient shapes on inputs with a parameter broadcast as a bias "
                              "or scale is, when nothing in the project calls it so (CG111)")
     parser.add_argument("--no-magnitudes", action="store_true", help="skip the ±100 and 0 NaN/Inf probes")
-    parser.add_argument("--plot", metavar="DIR", help="write a PNG per one-input function (needs matplotlib)")
+    parser.add_argument("--plot", metavar="DIR",
+                        help="a PNG per function: its custom gradient beside autodiff along a line "
+                             "through its inputs; DIR/index.html sums them up (needs matplotlib)")
     parser.add_argument("--config", metavar="PYPROJECT",
                         help="read [tool.cg_lint] (and its runtime table) from this file")
     parser.add_argument("--version", action="version", version=f"runtime-check {__version__}")
@@ -114,8 +117,8 @@ def _setup(args: argparse.Namespace) -> tuple[Settings, Any, list[Any], dict[str
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise _Stop("runtime-check: error: --plot needs matplotlib; install it with: "
-                        "pip install 'cg-lint[plot]'") from None
+            raise _Stop("runtime-check: error: --plot needs matplotlib (the 'plot' extra): "
+                        "pip install matplotlib") from None
     if args.config and not Path(args.config).is_file():
         raise _Stop(f"runtime-check: error: {args.config}: no such file")
     try:
@@ -148,9 +151,16 @@ def _run(args: argparse.Namespace) -> int:
         elif args.format == "text":
             print("no custom gradients found (no Python file mentions custom_gradient)")
         return EXIT_CLEAN
+    started = time.time()
     result = runner.run(units, options, config.functions, timeout, only=only, plot=args.plot,
                         progress=runner.Progress(), decorators=settings.decorators,
                         jobs=args.jobs or None, max_memory=args.max_memory)
+    if args.plot:
+        from .plot_summary import write_summary
+
+        page = write_summary(args.plot, result.entries.values(), started - 1.0)
+        if page is not None:
+            sys.stderr.write(f"plots: {page} (and summary.md beside it)\n")
     for line in result.errors:
         sys.stderr.write(line + "\n")
     raw = list(result.findings)

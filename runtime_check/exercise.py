@@ -110,6 +110,7 @@ class Exerciser:
                  options: Options) -> None:
         self.make_callable, self.names, self.entry, self.options = make_callable, list(names), entry, options
         self.outcome = Outcome()
+        self.first_accepted: InputSet | None = None
 
     # -- attribution ---------------------------------------------------------------------------
 
@@ -443,6 +444,7 @@ class Exerciser:
                     traced.add(kind)
             if RECORDER.has(("CG001", "CG002", "CG004", "CG005", "CG006")):
                 break  # the contract is broken for every input; more probes only repeat it
+        self.first_accepted = first_accepted  # where --plot draws its line through
         if first_accepted is not None:
             self.upstream_check(first_accepted, outcome)
             if self.options.magnitudes:

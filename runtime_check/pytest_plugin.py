@@ -103,7 +103,7 @@ def pytest_configure(config: Any) -> None:
             found, why = False, str(exc)
         if not found:
             raise pytest.UsageError(
-                f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {why}"
+                f"--cg-runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): {why}"
             )
         setattr(config, _STATE_KEY, state)
         return
@@ -112,7 +112,7 @@ def pytest_configure(config: Any) -> None:
         import tensorflow  # noqa: F401
     except ImportError as exc:
         raise pytest.UsageError(
-            f"--cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}"
+            f"--cg-runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): {exc}"
         ) from None
     from . import checked
     from .exercise import Options, shadow_check

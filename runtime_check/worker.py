@@ -258,7 +258,7 @@ def _import_tensorflow() -> bool:
     try:
         import tensorflow  # noqa: F401
     except ImportError as exc:
-        emit("fatal", message=f"runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): {exc}")
+        emit("fatal", message=f"runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): {exc}")
         return False
     from . import checked
 
@@ -392,7 +392,7 @@ def check_entry(number: int, entry: Any, loaded: _Loaded, functions: dict[str, d
             used, status = list(exerciser.outcome.used), "error"
         if not used and status != "error":
             status = "no-inputs"
-        elif status == "checked" and plot_dir and len(names) == 1:
+        elif plot_dir:
             _plot(entry, names, exerciser, plot_dir, module.__name__)
     issues, calls = RECORDER.drain()
     if number == 0:

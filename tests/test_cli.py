@@ -187,6 +187,12 @@ def test_usage_errors_exit_2_without_traceback(tmp_path):
 def test_rule_command():
     listing = run_cli("rule", "--all").stdout.decode()
     assert "CG003  gradient-count-mismatch" in listing
+    # every registered code, each on one line of its own: runtime-check's CG1xx and CG999 too
+    from cg_lint.codes import CODES
+
+    listed = [line.split()[0] for line in listing.splitlines() if line.startswith("CG")]
+    assert listed == list(CODES)
+    assert all(len(line) <= 140 for line in listing.splitlines()), listing
     doc = run_cli("rule", "cg003")
     assert doc.returncode == 0 and b"## Why is this bad?" in doc.stdout
     unknown = run_cli("rule", "CG777")

@@ -180,6 +180,19 @@ def test_relative_links_point_into_the_repository() -> None:
     assert missing == []
 
 
+def test_the_command_line_synopsis_is_the_parsers() -> None:
+    """README's synopsis of `cg-lint` is hand-written: every option it names is one `--help` lists,
+    and the other way round (aliases and -h aside)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"^```text\n(cg-lint \[PATH.*?)^```", readme, re.S | re.M)
+    assert found is not None
+    option = re.compile(r"(?<![\w-])(--[a-z][a-z-]*|-[a-zA-Z])\b")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    helped = subprocess.run([sys.executable, "-m", "cg_lint", "--help"], capture_output=True, text=True, env=env)
+    parser = set(option.findall(helped.stdout)) - {"-h", "--help", "--output-format"}
+    assert set(option.findall(found.group(1))) == parser
+
+
 def test_the_matcher_can_fail() -> None:
     assert matches(["a", "...", "d"], ["a", "b", "c", "d"]) and matches(["a", "..."], ["a"])
     assert not matches(["a", "...", "d"], ["a", "b"]) and not matches(["a"], ["a", "b"])

@@ -504,8 +504,8 @@ def test_without_pygls_one_line_and_exit_2(tmp_path):
     proc = server_without_pygls(tmp_path)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == (
-        "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: "
-        "pip install 'cg-lint[server]'\n"
+        "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol (the 'server' extra): "
+        "pip install 'pygls>=2' lsprotocol\n"
     )
 
 

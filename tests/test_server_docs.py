@@ -61,7 +61,7 @@ def test_the_line_without_pygls_is_what_the_command_prints(tmp_path):
     [shown] = [b for b in blocks("text") if "pygls" in b]
     proc = server_without_pygls(tmp_path)
     assert (proc.returncode, proc.stderr) == (2, shown)
-    assert '$ python -m pip install "cg-lint[server]"' in DOC
+    assert '$ python -m pip install ".[server]"' in DOC
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]

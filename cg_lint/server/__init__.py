@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 
 MISSING = (
-    "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol: pip install 'cg-lint[server]'"
+    "cg-lint: error: 'cg-lint server' needs pygls>=2 and lsprotocol (the 'server' extra): "
+    "pip install 'pygls>=2' lsprotocol"
 )
 
 

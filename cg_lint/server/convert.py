@@ -11,19 +11,15 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 from lsprotocol import types
 
-from cg_lint.codes import CODES, RULE_PAGES
 from cg_lint.findings import Edit, Finding, Fix
 from cg_lint.noqa import NOQA
+from cg_lint.server.pages import rule_url
 
 SOURCE = "cg-lint"
 FIX_ALL_KIND = "source.fixAll.cg-lint"
-# pages are in the source checkout; an installed wheel has no docs/ and links to the repository
-_CHECKOUT = Path(__file__).resolve().parent.parent.parent
-REPOSITORY = "https://example.invalid/cg-lint/blob/main/"
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -37,20 +33,6 @@ def split_lines(text: str) -> list[str]:
 
 def utf16_units(text: str) -> int:
     return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
-
-
-def rule_url(code: str, template: str | None = None) -> str:
-    """The code's page (``codes.Code.page``): the file in this checkout, else in the repository;
-    ``template`` (the ``ruleUrl`` option) replaces both."""
-    if template:
-        return template.format(code=code)
-    entry = CODES.get(code)
-    page = entry.page if entry is not None else f"{RULE_PAGES}/{code}.md"
-    path, _, anchor = page.partition("#")
-    local = _CHECKOUT / path
-    if local.is_file():
-        return local.as_uri() + (f"#{anchor}" if anchor else "")
-    return REPOSITORY + page
 
 
 def position(lines: Sequence[str], line: int, column: int, units: Units) -> types.Position:
@@ -81,9 +63,14 @@ def diagnostic(
         message=finding.message,
         severity=types.DiagnosticSeverity.Warning,
         code=finding.code,
-        code_description=types.CodeDescription(href=rule_url(finding.code, url_template)),
+        code_description=_code_description(finding.code, url_template),
         source=SOURCE,
     )
+
+
+def _code_description(code: str, url_template: str | None) -> types.CodeDescription | None:
+    url = rule_url(code, url_template)
+    return types.CodeDescription(href=url) if url else None
 
 
 def contains(rng: types.Range, pos: types.Position) -> bool:
@@ -178,5 +165,6 @@ def hover_markdown(codes: Iterable[str], url_template: str | None = None) -> str
     for code in dict.fromkeys(codes):
         rule = RULES_BY_CODE.get(code)
         if rule is not None:
-            pages.append(page(rule) + f"\n[{code} rule page]({rule_url(code, url_template)})\n")
+            url = rule_url(code, url_template)
+            pages.append(page(rule) + (f"\n[{code} rule page]({url})\n" if url else ""))
     return "\n---\n\n".join(pages)

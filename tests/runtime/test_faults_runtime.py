@@ -435,7 +435,7 @@ def test_without_tensorflow_one_line_and_no_process(spawn: str, tmp_path: Path, 
     _assert_nothing_left(token)
     assert completed.returncode == 2
     assert completed.stderr.splitlines() == [
-        "runtime-check: error: runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): "
+        "runtime-check: error: runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): "
         "No module named 'tensorflow'"
     ]
 

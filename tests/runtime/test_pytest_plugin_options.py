@@ -108,7 +108,7 @@ def test_without_tensorflow_one_usage_line(workers: list[str], tmp_path: Path, m
     assert completed.returncode == 4, completed.stdout + completed.stderr
     errors = [ln for ln in completed.stderr.splitlines() if ln.strip()]
     assert errors == [
-        "ERROR: --cg-runtime-check needs TensorFlow (pip install 'cg-lint[runtime]'): "
+        "ERROR: --cg-runtime-check needs TensorFlow (the 'runtime' extra; pip install tensorflow): "
         "No module named 'tensorflow'"
     ], completed.stderr
     assert "INTERNALERROR" not in completed.stdout + completed.stderr

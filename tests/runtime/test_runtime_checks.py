@@ -220,6 +220,7 @@ def test_jit_compile_mode_is_named(opt_in_run):
 def test_plots_written(opt_in_run):
     pytest.importorskip("matplotlib")
     _, plots = opt_in_run
-    names = sorted(p.name for p in plots.iterdir())
+    names = sorted(p.name for p in plots.glob("*.png"))
     assert "opt_in.exact_square.png" in names
     assert all((plots / n).stat().st_size > 1000 for n in names)
+    assert (plots / "index.html").is_file() and (plots / "summary.md").is_file()

@@ -43,7 +43,7 @@ def test_plot_without_matplotlib(tmp_path: Path, cli, make_env, one_line_error):
     env = make_env()
     env["PYTHONPATH"] = f"{tmp_path / 'shadow'}:{env['PYTHONPATH']}"
     line = one_line_error(cli("--plot", "out", "m.py", cwd=tmp_path, env=env))
-    assert line == "runtime-check: error: --plot needs matplotlib; install it with: pip install 'cg-lint[plot]'"
+    assert line == "runtime-check: error: --plot needs matplotlib (the 'plot' extra): pip install matplotlib"
 
 
 def test_folder_without_custom_gradients_is_clean(tmp_path: Path, cli):
