@@ -118,11 +118,9 @@ CG105 = _code("CG105", "non-finite-gradient",
               "finite on both sides (the edge of its domain, `sqrt` at 0) nothing is reported",
               "gradients")
 CG106 = _code("CG106", "eager-graph-mismatch",
-              "eager and `tf.function` gradients differ on the same inputs and upstream (values, not "
-              "only shapes), the forwards differ while the eager one reproduces itself (a "
-              "`tf.executing_eagerly()` branch that changes the math), or the function works eagerly "
-              "and fails traced. Random or stateful ops (an eager run that differs from itself) are "
-              "recognised and not reported",
+              "eager and traced results differ on the same inputs, or it works eagerly and fails traced: "
+              "gradient values, or a forward that changes with the mode. Random or stateful ops (an "
+              "eager run that differs from itself) are recognised and not reported",
               "graph-mode")
 CG107 = _code("CG107", "numeric-gradient-mismatch",
               "(`--numeric`) the custom gradient disagrees with a float64 central-difference directional "
@@ -144,9 +142,8 @@ CG110 = _code("CG110", "upstream-nonlinear",
               "as its source shows, nor for one that draws random numbers",
               "numeric")
 CG111 = _code("CG111", "gradient-shape-broadcast",
-              "(`--broadcast-shapes`) as CG101, but seen only on inputs the search made up by giving a "
-              "parameter fewer leading dimensions than the data it meets (a bias or per-channel scale), "
-              "with no call site, test or configuration calling it so", "gradients")
+              "(`--broadcast-shapes`) as CG101, seen only on a bias/scale broadcast the search made up",
+              "gradients")
 CG120 = _code("CG120", "timeout", "the function did not finish within the per-function timeout", "run")
 CG121 = _code("CG121", "crash", "the function crashed the process (abort, segfault)", "run")
 CG122 = _code("CG122", "import-error", "the module failed to import (one line, not a traceback)", "run")
