@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import libcst as cst
 
+from cg_lint.analyses.counting import expected_inputs, grad_counter, returned_counts, variables_branch
 from cg_lint.analyses.upstream_uses import CLIP, NORMALISE, upstream_uses
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
@@ -13,6 +15,7 @@ from cg_lint.findings import FileError, Finding
 from cg_lint.model.builder import qualname
 from cg_lint.model.records import FuncNode
 from cg_lint.prefilter.prepared import Prepared, prepare
+from cg_lint.project.trace import TraceContexts
 from cg_lint.syntax.index import FileIndex
 from cg_lint.syntax.names import BUILDER_MARKERS, CUSTOM_GRADIENT_BUILDERS
 
@@ -60,7 +63,54 @@ def find_custom_gradients(source: str, path: str, settings: Settings | None = No
     return found
 
 
-__all__ = ["CLIP", "NORMALISE", "Definition", "find_custom_gradients", "grad_upstream_uses", "lint_source"]
+__all__ = ["CLIP", "NORMALISE", "Definition", "InputCounts", "find_custom_gradients", "grad_upstream_uses",
+           "input_counts", "lint_source"]
+
+
+@dataclass(frozen=True)
+class InputCounts:
+    """How many positional inputs a definition is given and expects, as the source says."""
+
+    calls: frozenset[int]  # positional arguments the file's own calls pass
+    returned: frozenset[int]  # gradients grad returns (empty: not known)
+    # positional arguments calls elsewhere in the project pass (structures left out); matched by
+    # name, so a common name brings others' calls too
+    project_calls: frozenset[int] = frozenset()
+
+
+def input_counts(source: str, path: str, qualname: str, settings: Settings | None = None,
+                 contexts: TraceContexts | None = None) -> InputCounts:
+    """What the calls of the definition ``qualname`` pass (the file's own, then the project's
+    other modules through ``contexts``) and what its grad returns: which of its parameters with
+    defaults TensorFlow counts as inputs where the project calls it."""
+    settings = settings or Settings()
+    prepared = prepare(source, path, settings.markers(), reduce=False)
+    if not isinstance(prepared, Prepared):
+        return InputCounts(frozenset(), frozenset())
+    try:
+        ctx = build_context(prepared, path, settings)
+    except RecursionError:
+        return InputCounts(frozenset(), frozenset())
+    record = next((r for r in ctx.records if r.qualname == qualname), None)
+    if record is None:
+        return InputCounts(frozenset(), frozenset())
+    index = ctx.index
+    expected = expected_inputs(record, index)
+    calls = frozenset(expected.exact) if expected is not None else frozenset()
+    project: frozenset[int] = frozenset()
+    if contexts is not None:
+        here = os.path.abspath(path)
+        project = frozenset(c.positional for where, c in contexts.calls(path, qualname)
+                            if not c.structured and where != here)
+    returned: set[int] = set()
+    for grad in record.grads:
+        counter = grad_counter(record, grad, index)
+        for site in grad.returns:
+            counts = returned_counts(grad, site, counter, variables_branch(index, grad, site.node))
+            if counts is None:
+                return InputCounts(calls, frozenset(), project)
+            returned |= counts
+    return InputCounts(calls, frozenset(returned), project)
 
 
 def grad_upstream_uses(source: str, path: str, line: int, name: str, settings: Settings | None = None
