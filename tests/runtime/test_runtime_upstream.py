@@ -31,7 +31,7 @@ MODE_DEFECTS = {
     "eager_only_factor": "eager and tf.function gradients differ for 'x'",
     "eager_only_forward": "eager and tf.function forwards differ (output 0",
 }
-MODE_CORRECT = ["eager_only_check", "dropout", "seeded_noise", "noisy_grad"]
+MODE_CORRECT = ["eager_only_check", "dropout", "seeded_noise", "noisy_grad", "shake_drop"]
 
 
 @pytest.fixture(scope="module")
@@ -164,3 +164,19 @@ def _flow_of_grad(fn) -> set[str]:
     path = forward.__code__.co_filename
     with open(path, encoding="utf-8") as handle:
         return set(grad_upstream_uses(handle.read(), path, code.co_firstlineno, code.co_name))
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf.function"])
+def test_on_tensorflow_a_gate_probability_moves_no_output_at_fixed_randomness(traced):
+    """CG104 asks whether the forward moves with an input; for a random forward, at fixed draws."""
+    m = load("modes")
+
+    def forward(p):
+        return m.shake_drop(X, p, tf.constant(0.0), tf.constant(1.0))
+
+    def run(p):
+        tf.random.set_seed(3)  # a fresh trace each time: the same op seeds, the same draws
+        return (tf.function(forward) if traced else forward)(p)
+
+    for p in (0.3, 0.7):
+        np.testing.assert_array_equal(run(tf.constant(p)).numpy(), run(tf.constant(p + 1e-3)).numpy())
