@@ -364,6 +364,8 @@ class _CheckedCall:
                         spec.name,
                     )
                 continue
+            if isinstance(spec.value, (bool, int, float)):
+                continue  # a Python number: TF hands its gradient to nobody, whatever its shape
             self._check_one(grad, spec.name, spec.shape, spec.dtype, "input", upstreams)
 
     def _check_one(self, grad: Any, name: str, shape: tf.TensorShape | None, dtype: tf.DType | None,

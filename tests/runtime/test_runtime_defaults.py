@@ -49,7 +49,7 @@ def test_defaults_the_project_passes_are_inputs(results):
     assert results.codes("scaled") == {"CG003"}
 
 
-@pytest.mark.parametrize("function", ["reverse", "quantize", "smooth_abs"])
+@pytest.mark.parametrize("function", ["reverse", "quantize", "smooth_abs", "shifted_round"])
 def test_correct_defaults_are_quiet(results, function):
     assert results.of(function) == []
 
@@ -61,6 +61,8 @@ def test_on_tensorflow(module, traced):
     assert gradient(module.quantize, 4, 0.5, traced=traced).numpy().tolist() == pytest.approx([1.0] * 3)
     # smooth_abs with eps left out: one input, one gradient
     assert gradient(module.smooth_abs, traced=traced).shape == (3,)
+    # a Python-number input gets no gradient from TF, whatever shape grad gives it
+    assert gradient(module.shifted_round, 0.25, traced=traced).shape == (3,)
     # scaled as the project calls it: TF counts factor as an input and rejects grad's one gradient
     with pytest.raises(Exception, match="gradient"):
         gradient(module.scaled, 3.0, traced=traced)
