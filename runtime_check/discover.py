@@ -86,10 +86,9 @@ class Entry:
 
 
 def _is_keras_layer(cls: type) -> bool:
-    for base in inspect.getmro(cls):
-        if base.__name__ == "Layer" and base.__module__.startswith(("keras", "tf_keras", "tensorflow")):
-            return True
-    return False
+    from .layers import is_keras_layer  # Keras specifics live in the one adapter module
+
+    return is_keras_layer(cls)
 
 
 def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
