@@ -80,13 +80,15 @@ class Entry:
     body_qualname: str | None = None  # the def whose body says what the inputs are
     callee: str | None = None  # the name callers use, for call sites with literal shapes
     quantize: str | None = None  # a Keras layer checked after layer.quantize(these arguments)
+    # parameters with a Python-number default that the project passes positionally: given their
+    # default (TensorFlow counts them as inputs), in ``names`` after the required ones
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 def _is_keras_layer(cls: type) -> bool:
-    for base in inspect.getmro(cls):
-        if base.__name__ == "Layer" and base.__module__.startswith(("keras", "tf_keras", "tensorflow")):
-            return True
-    return False
+    from .layers import is_keras_layer  # Keras specifics live in the one adapter module
+
+    return is_keras_layer(cls)
 
 
 def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
@@ -98,6 +100,61 @@ def _required_positional(func: Callable[..., Any]) -> tuple[list[str], bool]:
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
     varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
     return required, varargs
+
+
+_SCALARS = (bool, int, float)
+
+
+def passed_defaults(func: Callable[..., Any], required: list[str], path: str, d: Definition | None
+                    ) -> dict[str, Any]:
+    """The Python-number defaults after ``required`` that TensorFlow counts as inputs where the
+    project calls ``func``: as many as the project's calls pass positionally (cg-lint's model of
+    the file's calls), else as many as grad returns gradients for, else as the project's other
+    modules call it; none when nothing says so (a call without them is as valid)."""
+    if d is None:
+        return {}
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    optional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                and p.default is not p.empty][:8]
+    scalars = []
+    for p in optional:  # a prefix of them: a later one cannot be passed positionally without it
+        if not isinstance(p.default, _SCALARS):
+            break
+        scalars.append(p)
+    if not scalars:
+        return {}
+    counts = _input_counts(path, d.qualname)
+    most = len(required) + len(scalars)
+    fits: list[int] = []
+    # the file's own calls, else grad's count, else calls elsewhere (matched by name: the least sure)
+    for known in (counts.calls, counts.returned, counts.project_calls):
+        if known:
+            fits = [n - len(required) for n in known if len(required) < n <= most]
+            break
+    if not fits:
+        return {}
+    return {p.name: p.default for p in scalars[:max(fits)]}
+
+
+def _input_counts(path: str, qualname: str) -> Any:
+    from cg_lint.api import InputCounts, input_counts
+    from cg_lint.project.trace import TraceContexts
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return InputCounts(frozenset(), frozenset())
+    global _CONTEXTS
+    if _CONTEXTS is None:
+        _CONTEXTS = TraceContexts()
+    return input_counts(source, path, qualname, contexts=_CONTEXTS)
+
+
+_CONTEXTS: Any = None  # the project's calls, scanned once per process
 
 
 def filled_arguments(func: Callable[..., Any], given: dict[str, Any], skip_first: bool) -> dict[str, Any]:
@@ -347,7 +404,9 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             if isinstance(member, (staticmethod, classmethod)):
                 bound = getattr(cls, parts[-1])
                 names, varargs = _required_positional(bound)
-                add(top, loc, lambda: bound, names or (["x"] if varargs else []), d)
+                defaults = passed_defaults(bound, names, path, d) if names else {}
+                add(top, loc, lambda: bound, [*names, *defaults] or (["x"] if varargs else []), d)
+                entries[top].defaults = entries[top].defaults or defaults
             elif _is_keras_layer(cls):
                 add_layer(".".join(parts[:-1]), cls, init, loc, d)
             else:
@@ -366,9 +425,11 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             return
         if callable(member):
             names, varargs = _required_positional(member)
+            defaults = passed_defaults(member, names, path, d) if names else {}
             if not names and varargs:
                 names = list(d.inputs) if d is not None and d.inputs else ["x"]
-            add(top, loc, lambda: member, names, d)
+            add(top, loc, lambda: member, [*names, *defaults], d)
+            entries[top].defaults = entries[top].defaults or defaults
 
     defs = defs + decorated_by_builders(module, path, {d.qualname for d in defs})
     for d in sorted(defs, key=lambda d: (d.line, d.column)):

@@ -1,5 +1,5 @@
-"""Keras layers as entries: constructor arguments from the class's own examples, and the custom
-gradients a layer reaches only once quantized.
+"""Keras specifics, in one adapter: which classes are layers, constructor arguments from a class's
+own examples, and the custom gradients a layer reaches only once quantized.
 
 A Keras layer runs its ``_int8_call``/``_int4_call``/``_float8_call`` (or whatever branch tests
 ``self.quantization_mode``) only after the public ``layer.quantize(mode)`` on a built layer. A
@@ -25,6 +25,14 @@ from typing import Any
 _FALLBACK_MODES = ("int8", "float8", "int4", "gptq", "awq")
 _MODE_NAMES = {"quantization_mode", "mode"}
 _FENCED = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.DOTALL)
+
+
+def is_keras_layer(cls: type) -> bool:
+    """A subclass of Keras's ``Layer`` (Keras 3, tf_keras, or TensorFlow's bundled Keras)."""
+    for base in inspect.getmro(cls):
+        if base.__name__ == "Layer" and base.__module__.startswith(("keras", "tf_keras", "tensorflow")):
+            return True
+    return False
 
 
 def keras_modes() -> tuple[str, ...]:

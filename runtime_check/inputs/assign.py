@@ -127,7 +127,7 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
     ranks: dict[str, int] = {}
     for name in facts.names:
         kind = facts.kind.get(name, "tensor")
-        if kind in PYTHON_KINDS:
+        if kind in PYTHON_KINDS or name in facts.defaults:
             continue
         if name in facts.min_rank:
             ranks[name] = facts.min_rank[name]
@@ -157,6 +157,9 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
     slots: list[Slot] = []
     for name in facts.names:
         kind = facts.kind.get(name, "tensor")
+        if name in facts.defaults:
+            slots.append(Slot("python", value=facts.defaults[name]))
+            continue
         if kind in PYTHON_KINDS:
             slots.append(python_slot(kind, facts.why.get(name, "")))
             continue

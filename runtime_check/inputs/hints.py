@@ -49,6 +49,7 @@ class Facts:
     spd: set[str] = field(default_factory=set)
     bound: dict[str, tuple[str, int]] = field(default_factory=dict)  # ids -> (table, axis)
     why: dict[str, str] = field(default_factory=dict)  # name -> what in the source said so
+    defaults: dict[str, Any] = field(default_factory=dict)  # passed as their Python-number default
 
     def need_rank(self, name: str, rank: int, why: str) -> None:
         if name in self.names and rank > self.min_rank.get(name, 0):

@@ -17,7 +17,7 @@ def input_sets(entry: Any, names: list[str], spec: dict[str, Any] | None, path: 
     from .trial import discover
 
     qualname, callee = source_function(entry)
-    sets, found = discover(entry.make, names, path, qualname, callee)
+    sets, found = discover(entry.make, names, path, qualname, callee, getattr(entry, "defaults", None))
     quantized = getattr(entry, "quantize", None)
     if quantized:  # the report says which quantization mode the inputs were checked under
         sets = [replace(s, label=f"{s.label} after quantize({quantized})") for s in sets]

@@ -86,10 +86,13 @@ def _gradients_fit(tape: tf.GradientTape, outputs: list[Any], call_args: list[An
 
 
 def discover(make_callable: Callable[[], Callable[..., Any]], names: Sequence[str], path: str | None,
-             qualname: str, callee: str | None) -> tuple[list[InputSet], Discovery]:
-    """Input sets that run the forward, found without configuration, and how the search went."""
+             qualname: str, callee: str | None, defaults: dict[str, Any] | None = None
+             ) -> tuple[list[InputSet], Discovery]:
+    """Input sets that run the forward, found without configuration, and how the search went.
+    ``defaults``: parameters passed as their Python-number default."""
     names = list(names)
     facts, sites = facts_and_sites(path, qualname, names, callee)
+    facts.defaults = {n: v for n, v in (defaults or {}).items() if n in names}
     from ..discover import CannotCall
 
     found = search(attempt_with(make_callable), names, facts, sites, fatal=(CannotCall,))

@@ -23,14 +23,15 @@ UPSTREAM_DEFECTS = {
     "squared_upstream": "grad is not linear in its upstream gradient: for 'x'",
     "UnitUpstreamGain.__call__.<locals>.scaled": "grad is not linear in its upstream gradient: for 'gain'",
     "clipped_with_constant": "grad is not linear in its upstream gradient",
+    "own_normalize": "grad is not linear in its upstream gradient: for 'x'",
 }
 UPSTREAM_CORRECT = ["straight_through", "reverse_gradient", "clipped_square", "normalised_identity",
-                    "l2_normalised_identity", "noisy_identity", "zero_gradient"]
+                    "l2_normalised_identity", "noisy_identity", "zero_gradient", "aliased_clip"]
 MODE_DEFECTS = {
     "eager_only_factor": "eager and tf.function gradients differ for 'x'",
     "eager_only_forward": "eager and tf.function forwards differ (output 0",
 }
-MODE_CORRECT = ["eager_only_check", "dropout", "seeded_noise", "noisy_grad"]
+MODE_CORRECT = ["eager_only_check", "dropout", "seeded_noise", "noisy_grad", "shake_drop"]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +91,7 @@ def test_random_forwards_and_mode_checks_are_not_reported(results, function):
 @pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf.function"])
 def test_on_tensorflow_the_defects_are_not_linear_and_the_designs_are(traced):
     m = load("upstream")
-    for fn in (m.ignores_upstream, m.minus_one, m.squared_upstream, m.clipped_with_constant):
+    for fn in (m.ignores_upstream, m.minus_one, m.squared_upstream, m.clipped_with_constant, m.own_normalize):
         combined = gradient(fn, X, 0.7 * U1 - 1.3 * U2, traced)
         separate = 0.7 * gradient(fn, X, U1, traced) - 1.3 * gradient(fn, X, U2, traced)
         assert not np.allclose(combined, separate, atol=1e-4), fn
@@ -136,22 +137,46 @@ def test_on_tensorflow_the_eager_branch_changes_the_values():
 
 
 def test_upstream_flow_reads_clipping_and_normalising_from_the_source():
-    from runtime_check.upstream_flow import CLIP, NORMALISE, upstream_flow
+    """Read through cg-lint's model (qualified names): grads found by the model and, failing
+    that, any function of the grad's name on its line."""
+    from runtime_check.linearity import CLIP, NORMALISE, upstream_flow
 
-    def clip_grad(dy, x=None):
-        c = tf.clip_by_value(dy * 2.0, -1.0, 1.0)
-        return c
+    m = load("upstream")
+    assert upstream_flow(m.clip_grad) == {CLIP}
+    assert upstream_flow(m.rsqrt_grad) == {NORMALISE}
+    assert upstream_flow(m.divided_by_other_norm) == frozenset()
+    assert upstream_flow(m.lambda_holder()) == {CLIP}
+    assert upstream_flow(m.normalize) == frozenset()  # no upstream: a helper of the project's own
+    for name, flow in (("clipped_square", {CLIP}), ("aliased_clip", {CLIP}), ("normalised_identity", {NORMALISE}),
+                       ("own_normalize", set())):
+        assert _flow_of_grad(getattr(m, name)) == flow, name
 
-    def rsqrt_grad(dy):
-        return dy * tf.math.rsqrt(tf.reduce_sum(dy * dy))
 
-    def plain(dy):
-        return dy / tf.norm(X)  # a norm of something else: not normalising the upstream
+def _flow_of_grad(fn) -> set[str]:
+    """What cg-lint's model says about the grad nested in ``fn``'s forward, located as the
+    checker locates a live grad function: its file, first line and name."""
+    import inspect
 
-    def lambda_holder():
-        return lambda dy: tf.clip_by_norm(dy, 1.0)
+    from cg_lint.api import grad_upstream_uses
 
-    assert upstream_flow(clip_grad) == {CLIP}
-    assert upstream_flow(rsqrt_grad) == {NORMALISE}
-    assert upstream_flow(plain) == frozenset()
-    assert upstream_flow(lambda_holder()) == {CLIP}
+    forward = inspect.unwrap(fn)
+    code = next(c for c in forward.__code__.co_consts if inspect.iscode(c))
+    path = forward.__code__.co_filename
+    with open(path, encoding="utf-8") as handle:
+        return set(grad_upstream_uses(handle.read(), path, code.co_firstlineno, code.co_name))
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf.function"])
+def test_on_tensorflow_a_gate_probability_moves_no_output_at_fixed_randomness(traced):
+    """CG104 asks whether the forward moves with an input; for a random forward, at fixed draws."""
+    m = load("modes")
+
+    def forward(p):
+        return m.shake_drop(X, p, tf.constant(0.0), tf.constant(1.0))
+
+    def run(p):
+        tf.random.set_seed(3)  # a fresh trace each time: the same op seeds, the same draws
+        return (tf.function(forward) if traced else forward)(p)
+
+    for p in (0.3, 0.7):
+        np.testing.assert_array_equal(run(tf.constant(p)).numpy(), run(tf.constant(p + 1e-3)).numpy())
