@@ -4,6 +4,7 @@ tf.function (cg_lint/project). Each project is a small tree of our own in tmp_pa
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -326,3 +327,18 @@ def test_counts_meet_the_calls_in_other_modules(tmp_path: Path, capsys: pytest.C
     use = f"from ops import blend\n\ndef run(x, a, b, cfg):\n    return {call}\n"
     root = _tree(tmp_path, {"ops.py": BLEND, "use.py": use})
     assert _codes(capsys, str(root)) == codes
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_flake8_and_the_cli_agree_on_the_project(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 traced: bool) -> None:
+    """flake8 sees one file, but the plugin reads the project around it as the CLI does."""
+    pytest.importorskip("flake8")
+    files = {"ops.py": OPS, **(TRACED["tf.function in another module"] if traced else EAGER["a script's top level"])}
+    root = _tree(tmp_path, files)
+    cli = [(f["line"], f["code"]) for f in _findings(capsys, str(root / "ops.py"))]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    run = subprocess.run([sys.executable, "-m", "flake8", "--isolated", "--select", "CG", "--cg-no-cache", "ops.py"],
+                         cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    shown = [(int(line.split(":")[1]), line.split(": ")[1].split()[0]) for line in run.stdout.splitlines()]
+    assert shown == cli == ([(10, "CG009")] if traced else [])
