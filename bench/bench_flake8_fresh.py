@@ -7,7 +7,8 @@ cache folder are the bench's own):
 
 - a typical module: ``tensorflow/python/keras/mixed_precision/test_util.py`` (225 lines, two
   ``@tf.custom_gradient`` definitions among ordinary code);
-- a file without custom gradients: ``.../mixed_precision/policy.py`` (582 lines).
+- a file without custom gradients: ``.../mixed_precision/policy.py`` (582 lines);
+- a 2,000-line module full of custom gradients (``bench/gen_cg.py``).
 
 Each arm is the same command, ``python runner.py --cg|--no-cg --isolated --select CG FILE``, in a
 new process each time:
@@ -17,7 +18,11 @@ new process each time:
   registered plugin whatever ``--select`` says, so the selection alone cannot give this baseline,
   and ``--disable``/``--extend-ignore`` only filter what is reported;
 - cached: ``--cg``, the file unchanged since the previous run (its entry is in the result cache);
-- uncached: ``--cg --cg-no-cache``, what a run after an edit costs (imports libcst, parses);
+- edited: ``--cg``, after an edit outside every custom gradient and what they read (a new
+  top-level statement above the first definition, a new one each round: every later line moves);
+- edited in a custom gradient: ``--cg``, after an edit inside a ``grad`` (a new statement each
+  round): linted again, libcst imported;
+- uncached: ``--cg --cg-no-cache``, what every run cost before the result cache;
 - plain ``python -m flake8`` with the plugin and a warm cache, to show the runner costs nothing.
 
 The arms of one round run back to back, rounds repeat (``--repeat``), and the table gives the
@@ -43,11 +48,26 @@ PY = sys.executable
 sys.path.insert(0, str(ROOT))
 # flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>`
 from bench.bench_lint import F8_RUNNER as RUNNER  # noqa: E402
+from bench.gen_cg import generate  # noqa: E402
 
 FILES = {
     "typical": "python/keras/mixed_precision/test_util.py",
     "no custom gradients": "python/keras/mixed_precision/policy.py",
+    "generated": "",  # bench/gen_cg.py
 }
+ARMS = ("baseline", "cached", "edited", "edited in a custom gradient", "uncached", "flake8")
+
+
+def edit(text: str, n: int, inside: bool) -> str:
+    """``text`` with a statement no earlier round wrote: above the first top-level definition, or
+    as the first statement of the first ``grad`` (at its body's indentation)."""
+    lines = text.splitlines(keepends=True)
+    if not inside:
+        at = next(i for i, line in enumerate(lines) if line.startswith(("def ", "@", "class ")))
+        return "".join([*lines[:at], f"EDITED_{n} = {n}\n", *lines[at:]])
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("def grad(")) + 1
+    indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+    return "".join([*lines[:at], f"{indent}edited_{n} = {n}\n", *lines[at:]])
 
 
 def run(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
@@ -79,26 +99,36 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
     results: dict[str, dict[str, list[float]]] = {}
     try:
         for label, rel in FILES.items():
-            path = folder / Path(rel).name
-            shutil.copyfile(tf_dir / rel, path)
+            path = folder / (Path(rel).name if rel else "ops.py")
+            original = (tf_dir / rel).read_text() if rel else generate(2000)
+            has_cg = "custom_gradient" in original
             common = ["--isolated", "--select", "CG", str(path)]
+            plugin = [PY, str(runner), "--cg", *common]
             arms = {
                 "baseline": [PY, str(runner), "--no-cg", *common],
-                "cached": [PY, str(runner), "--cg", *common],
+                "cached": plugin,
+                "edited": plugin,
+                "edited in a custom gradient": plugin,
                 "uncached": [PY, str(runner), "--cg", "--cg-no-cache", *common],
                 "flake8": [PY, "-m", "flake8", *common],
             }
-            codes = {
-                name: run(command, env)[2] for name, command in arms.items()
-            }  # warms the cache
+            if not has_cg:  # nothing to edit inside
+                del arms["edited"], arms["edited in a custom gradient"]
+            path.write_text(original)
+            codes = {name: run(command, env)[2] for name, command in arms.items()}  # warms the cache
             assert len(set(codes.values())) == 1, codes
             times: dict[str, list[float]] = {f"{n} {k}": [] for n in arms for k in ("wall", "cpu")}
-            for _ in range(repeat):
+            for i in range(repeat):
                 for name, command in arms.items():
-                    wall, cpu, _ = run(command, env)
+                    # each edit is new to the result cache; every other arm sees the file as it was
+                    text = edit(original, i, name.endswith("custom gradient")) if name.startswith("edited") \
+                        else original
+                    path.write_text(text)
+                    wall, cpu, code = run(command, env)
+                    assert code == codes["baseline"] or name == "baseline", (name, code)
                     times[f"{name} wall"].append(wall)
                     times[f"{name} cpu"].append(cpu)
-            times["lines"] = [float(path.read_text().count("\n"))]
+            times["lines"] = [float(original.count("\n"))]
             results[label] = times
     finally:
         shutil.rmtree(folder)
@@ -118,7 +148,9 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|")
     for label, times in results.items():
         base = {k: statistics.median(times[f"baseline {k}"]) for k in ("wall", "cpu")}
-        for arm in ("baseline", "cached", "uncached", "flake8"):
+        for arm in ARMS:
+            if f"{arm} wall" not in times:
+                continue
             wall, cpu = times[f"{arm} wall"], times[f"{arm} cpu"]
             wall_med, cpu_med = statistics.median(wall), statistics.median(cpu)
             cells = [

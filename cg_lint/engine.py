@@ -16,6 +16,7 @@ from cg_lint.model.builder import ModelBuilder
 from cg_lint.noqa import is_suppressed
 from cg_lint.prefilter.gc_pause import gc_paused
 from cg_lint.prefilter.parse_cache import ChunkCache
+from cg_lint.prefilter.planned import Planned
 from cg_lint.prefilter.prepared import Prepared, one_line, prepare
 from cg_lint.prefilter.reduce import TextMemo
 from cg_lint.rules import ALL_RULES
@@ -42,9 +43,9 @@ class Caches:
     for that file only (the CLI sees each statement once).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, reduction: TextMemo | None = None) -> None:
         self.chunks = ChunkCache()
-        self.reduction = TextMemo()
+        self.reduction = reduction if reduction is not None else TextMemo()
         self.nodes = NodeMemo()
 
     @contextmanager
@@ -62,16 +63,19 @@ def might_contain(data: bytes | str, settings: Settings) -> bool:
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None,
                 apply_noqa: bool = True, *, tree: ast.Module | None = None,
-                reduce: bool = True, caches: Caches | None = None) -> FileResult:
+                reduce: bool = True, caches: Caches | None = None, planned: Planned | None = None) -> FileResult:
     """``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``reduce=False``
     hands libcst the whole text of every substring candidate (the reference the prefilter is tested
     against). ``caches``: reuse what earlier calls with the same caches parsed and walked (for
-    editors, which re-lint a file on every save); each top-level statement is then parsed alone."""
+    editors, which re-lint a file on every save); each top-level statement is then parsed alone.
+    ``planned``: what ``plan_file`` gave for this source with these arguments (its gates and
+    reduction are not run again)."""
     settings = settings or Settings()
     kept = caches if caches is not None else Caches()
     with kept.file():
         prepared = prepare(source, path, settings.markers(), tree=tree, gates=reduce, reduce=reduce,
-                           chunks=kept.chunks if caches is not None else None, memo=kept.reduction)
+                           chunks=kept.chunks if caches is not None else None, memo=kept.reduction,
+                           planned=planned)
         result = FileResult(path)
         if isinstance(prepared, FileError):
             result.error = prepared

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from cg_lint.engine import Caches
     from cg_lint.project import TraceContexts
     from cg_lint.findings import FileResult
+    from cg_lint.prefilter.reduce import TextMemo
+    from cg_lint.result_cache import ResultCache
 
 
 def markers(decorators: frozenset[str] = frozenset()) -> tuple[str, ...]:
@@ -38,6 +41,7 @@ class Plugin:
     _explicit: tuple[str, ...] = ()
     _markers: tuple[str, ...] = markers()
     caches: Caches | None = None  # created on the first file that needs them (libcst imported then)
+    reduction: TextMemo | None = None  # the reduction's per-text facts (no libcst), shared with caches
     trace_contexts: TraceContexts | None = None  # the projects this process has looked at
     _cache_dir: str | None = None  # None: [tool.cg_lint] cache-dir, else the default folder
     _use_cache = True
@@ -148,9 +152,6 @@ class Plugin:
             if entry is not None:
                 yield from self._in_context(entry["findings"], source, settings)
                 return
-        # imported here so a flake8 run on files without custom gradients never pays for libcst
-        from cg_lint.engine import Caches, lint_source
-
         if len(source) > settings.max_file_size:  # characters >= bytes / 4: bounded either way
             size = len(source.encode("utf-8", "surrogatepass"))
             if size > settings.max_file_size:
@@ -159,15 +160,46 @@ class Plugin:
                 yield (1, 0, f"CG999 cg-lint {too_large(self.filename, size, settings.max_file_size).message}",
                        type(self))
                 return
+        yield from self._lint(source, settings, cache, key)
+
+    def _lint(self, source: str, settings: Settings, cache: ResultCache | None,
+              key: str | None) -> Iterator[tuple[int, int, str, type]]:
         tree = self.tree if isinstance(self.tree, ast.Module) else None
+        # the gates and the reduction need no libcst: a file they turn away, or whose reduced text
+        # was linted before (an edit outside every custom gradient and what they read), is answered
+        # without importing it
+        from cg_lint.prefilter.planned import Planned, plan_file
+        from cg_lint.prefilter.reduce import TextMemo
+
+        if Plugin.reduction is None:
+            Plugin.reduction = TextMemo()
+        planned = plan_file(source, self.filename, settings.markers(), tree=tree, memo=Plugin.reduction)
+        if planned is None:
+            return
+        region = None
+        if cache is not None and isinstance(planned, Planned):
+            region = cache.key(self.filename, planned.region(), kind="region")
+            entry = cache.get_raw(region)
+            moved = None if entry is None else _from_region(entry, planned.line_map)
+            if moved is not None:
+                yield from self._in_context(moved, source, settings)
+                return
+        # imported here so a flake8 run on files without custom gradients never pays for libcst
+        from cg_lint.engine import Caches, lint_source
+
         # the plugin's caches live as long as flake8's process, which an editor's language server
         # keeps between saves: unchanged statements are not parsed or walked again
         caches = Plugin.caches
         if caches is None:
-            caches = Plugin.caches = Caches()
-        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches)
+            caches = Plugin.caches = Caches(Plugin.reduction)
+        result = lint_source(source, self.filename, settings, apply_noqa=False, tree=tree, caches=caches,
+                             planned=planned if isinstance(planned, Planned) else None)
         if cache is not None and key is not None:
             cache.put(key, result)
+            if region is not None and isinstance(planned, Planned) and result.error is None:
+                kept = _to_region([f.to_json() for f in result.findings], planned.line_map)
+                if kept is not None:
+                    cache.put_raw(region, kept)
         yield from self._report(result, settings)
 
     def _report(self, result: FileResult, settings: Settings) -> Iterator[tuple[int, int, str, type]]:
@@ -196,6 +228,51 @@ class Plugin:
             findings = [f.to_json() for f in kept]
         for f in findings:
             yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
+
+
+# messages that name a line of the file ("called under tf.function at line 12"): such a result is
+# reused only where every parsed line sits where it sat
+_NAMES_A_LINE = re.compile(r"\bline \d")
+
+
+def _to_region(findings: list[dict[str, Any]], line_map: list[int] | None) -> dict[str, Any] | None:
+    """A result cache entry for the reduced text: findings with lines in the parsed text's
+    numbering (what ``_from_region`` moves to where an edited file has them); None when a line
+    cannot be placed there. Fixes are left out: flake8 never shows them."""
+    inverse = None if line_map is None else {line: parsed for parsed, line in enumerate(line_map, 1)}
+    out = []
+    for f in findings:
+        g = {**f, "fix": None}
+        for k in ("line", "end_line"):
+            if inverse is not None and g.get(k) is not None:
+                parsed = inverse.get(g[k])
+                if parsed is None:
+                    return None
+                g[k] = parsed
+        out.append(g)
+    pinned = any(_NAMES_A_LINE.search(f["message"]) for f in out)
+    return {"parsed": True, "findings": out, "error": None,
+            "pinned": pinned, "lines": line_map if pinned else None}
+
+
+def _from_region(entry: dict[str, Any], line_map: list[int] | None) -> list[dict[str, Any]] | None:
+    """The entry's findings where this text's parsed lines sit; None (a miss) when its messages
+    name lines that moved, or a line is out of place."""
+    if entry.get("error") is not None or "pinned" not in entry:
+        return None
+    if entry["pinned"] and entry.get("lines") != line_map:
+        return None
+    out = []
+    for f in entry["findings"]:
+        g = dict(f)
+        for k in ("line", "end_line"):
+            parsed = g.get(k)
+            if line_map is not None and parsed is not None:
+                if type(parsed) is not int or not 0 < parsed <= len(line_map):
+                    return None
+                g[k] = line_map[parsed - 1]
+        out.append(g)
+    return out
 
 
 def _one_line(message: str) -> str:

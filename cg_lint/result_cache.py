@@ -135,9 +135,11 @@ class ResultCache:
     def usable(self) -> bool:
         return self._secret is not None
 
-    def key(self, path: str, data: bytes) -> str:
+    def key(self, path: str, data: bytes, kind: str = "file") -> str:
+        """The entry of ``data`` reported under ``path``. ``kind``: what ``data`` is, so keys of
+        different kinds never meet ("file": its bytes; "region": the flake8 plugin's reduced text)."""
         digest = _hasher(key=self._secret or b"", person=b"cg-lint-key")
-        for part in (code_fingerprint(), self._settings, path, os.path.abspath(path)):
+        for part in (kind, code_fingerprint(), self._settings, path, os.path.abspath(path)):
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         digest.update(data)
         return digest.hexdigest()
@@ -187,10 +189,16 @@ class ResultCache:
             return
         if result.error is not None and result.error.message.startswith("internal error"):
             return
+        self.put_raw(key, _encode(result))
+
+    def put_raw(self, key: str, entry: dict[str, Any]) -> None:
+        """Keep ``entry`` (the shape ``get_raw`` gives; more keys may ride along) under ``key``."""
+        if self._secret is None or not _is_key(key):
+            return
         import json
 
         try:
-            payload = json.dumps(_encode(result), separators=(",", ":")).encode("utf-8", "surrogatepass")
+            payload = json.dumps({**entry, "schema": SCHEMA}, separators=(",", ":")).encode("utf-8", "surrogatepass")
             data = self._mac(key, payload) + b"\n" + payload
             if len(data) > MAX_ENTRY_BYTES:
                 return  # it could not be read back

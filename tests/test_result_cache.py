@@ -201,16 +201,40 @@ def test_flake8_second_run_is_a_hit(tmp_path):
     warm = run(*args, cwd=tmp_path, cache=cache, module="flake8", importtime=True)
     assert imported_libcst(cold) and not imported_libcst(warm)
     assert output(cold) == output(warm) and cold.stdout.count("arity.py:") == 3
-    # the CLI's entries are not flake8's (no # noqa applied there, 0-based columns here)
-    assert len(entries(cache)) == 1
-    run("arity.py", cwd=tmp_path, cache=cache)
+    # the CLI's entries are not flake8's (no # noqa applied there, 0-based columns here); flake8
+    # keeps one for the file and one for its reduced text
     assert len(entries(cache)) == 2
+    run("arity.py", cwd=tmp_path, cache=cache)
+    assert len(entries(cache)) == 3
     # --cg-no-cache: neither read nor written
     shutil.rmtree(cache)
     off = run("--cg-no-cache", *args, cwd=tmp_path, cache=cache, module="flake8", importtime=True)
     assert imported_libcst(off) and output(off) == output(cold) and not cache.exists()
     run("--cg-cache-dir", str(tmp_path / "mine"), *args, cwd=tmp_path, cache=cache, module="flake8")
-    assert len(entries(tmp_path / "mine")) == 1
+    assert len(entries(tmp_path / "mine")) == 2
+
+
+def test_flake8_edit_outside_custom_gradients_reuses_the_result(tmp_path):
+    """An edit the reduction blanks (here: a statement added above every definition; a comment
+    there is not blanked, so it is not such an edit) is answered from
+    the entry of the previous text, positions moved, without libcst; one inside a definition is
+    linted again."""
+    pytest.importorskip("flake8")
+    path = tmp_path / "arity.py"
+    path.write_text(ARITY)
+    cache = tmp_path / "cache"
+    args = ("--isolated", "--select", "CG", "arity.py")
+    first = run(*args, cwd=tmp_path, cache=cache, module="flake8")
+    lines = ARITY.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith(("def ", "@", "class ")))
+    path.write_text("".join([*lines[:at], "EDITED = 1\n", "\n", *lines[at:]]))
+    edited = run(*args, cwd=tmp_path, cache=cache, module="flake8", importtime=True)
+    fresh = run("--cg-no-cache", *args, cwd=tmp_path, cache=cache, module="flake8")
+    assert not imported_libcst(edited)
+    assert output(edited) == output(fresh) != output(first) and fresh.stdout.count("arity.py:") == 3
+    path.write_text(ARITY.replace("-1.0, 1.0)", "-1.5, 1.5)", 1))
+    inside = run(*args, cwd=tmp_path, cache=cache, module="flake8", importtime=True)
+    assert imported_libcst(inside)
 
 
 # --- in-process: bounds and what is never kept ------------------------------------------------

@@ -17,12 +17,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from cg_lint.findings import FileError
-from cg_lint.prefilter.form_feeds import strip_form_feeds
-from cg_lint.prefilter import compact, might_contain, plan, split_lines
+from cg_lint.prefilter import split_lines
 from cg_lint.prefilter.lines import Layout
 from cg_lint.prefilter.parse_cache import ChunkCache, parse_with_cache
+from cg_lint.prefilter.planned import Planned, one_line, plan_file
 from cg_lint.prefilter.reduce import TextMemo
-from cg_lint.sources import decode
 
 
 @dataclass(frozen=True)
@@ -39,41 +38,21 @@ class Prepared:
 
 def prepare(source: str | bytes, path: str, markers: tuple[str, ...], *, tree: ast.Module | None = None,
             gates: bool = True, reduce: bool = True, chunks: ChunkCache | None = None,
-            memo: TextMemo | None = None) -> Prepared | FileError | None:
+            memo: TextMemo | None = None, planned: Planned | None = None) -> Prepared | FileError | None:
     """The prepared file, the one error that stops it, or None when it cannot hold a custom gradient.
 
     ``tree``: the ``ast`` of the same text, when the caller has it (flake8). ``gates=False`` hands
     libcst the whole text of every substring candidate (the reference the gates are tested against);
     ``reduce=False`` runs the gates but parses the whole text. ``chunks``: parse per top-level
     statement, reusing those parsed before (editors re-lint on every save); ``memo``: the
-    reduction's per-text facts, kept across calls."""
-    if not might_contain(source, markers):
-        return None
-    if isinstance(source, bytes):
-        text = decode(source, path)
-        if isinstance(text, FileError):
-            return text
-    else:
-        text = source
-    parse_text, starts, members = text, None, None
-    line_map: list[int] | None = None  # the original line of each parsed line, when empty ones were dropped
-    if gates:
-        try:
-            found = plan(text, markers, tree, reduce=reduce, memo=memo)
-        except Exception as e:  # never a traceback: the run goes on, the file is reported
-            return FileError(path, one_line(f"internal error: {type(e).__name__}: {e} (please report this)"))
-        if found.skip:
-            return None
-        if found.error is not None:
-            message, line, column = found.error
-            return FileError(path, one_line(message), line, column)
-        parse_text, starts, members = found.text, found.starts, found.members
-        if starts is not None and reduce:
-            compacted = compact(parse_text, starts, members)
-            if compacted is not None:
-                parse_text, line_map, starts, members = compacted
-    # libcst mishandles form feeds in indentation (cg_lint.prefilter.form_feeds): parse without them
-    parse_text, shifts = strip_form_feeds(parse_text)
+    reduction's per-text facts, kept across calls. ``planned``: what ``plan_file`` already gave for
+    this source with these arguments (the flake8 plugin plans before it imports libcst)."""
+    if planned is None:
+        found = plan_file(source, path, markers, tree=tree, gates=gates, reduce=reduce, memo=memo)
+        if found is None or isinstance(found, FileError):
+            return found
+        planned = found
+    parse_text, starts, line_map, shifts = planned.parse_text, planned.starts, planned.line_map, planned.shifts
     try:
         module = parse_with_cache(parse_text, starts, chunks) if chunks is not None and starts \
             else cst.parse_module(parse_text)
@@ -85,9 +64,5 @@ def prepare(source: str | bytes, path: str, markers: tuple[str, ...], *, tree: a
         return FileError(path, "cannot parse: nesting too deep")
     except Exception as e:  # libcst's native parser can fail in other ways; one line, never a traceback
         return FileError(path, one_line(f"cannot parse: libcst failed: {type(e).__name__}: {e}"))
-    layout = Layout(starts, split_lines(parse_text), members, line_map) if starts else None
-    return Prepared(text, module, layout, shifts)
-
-
-def one_line(message: str) -> str:
-    return " ".join(message.split()) if "\n" in message or "\r" in message else message
+    layout = Layout(starts, split_lines(parse_text), planned.members, line_map) if starts else None
+    return Prepared(planned.text, module, layout, shifts)
