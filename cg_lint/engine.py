@@ -4,7 +4,7 @@ apply noqa."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
 from cg_lint.sources import split_lines
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import NodeMemo
+from cg_lint.syntax.walk import IDLE_FILES, NodeMemo
 
 if TYPE_CHECKING:
     import ast
@@ -32,10 +32,37 @@ if TYPE_CHECKING:
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 
+class _RecentTexts(TextMemo):
+    """The reduction's per-text facts, kept while some file asks for them: two generations, the
+    answers asked for since the last ``age`` and those from the one before. A text no file asked
+    for in that long (an edited statement's earlier versions) is forgotten, so an editor's process
+    keeps the facts of its recent files, not of every edit until ``TextMemo``'s bound of
+    characters (its answers are a few KB each: thousands of edits)."""
+
+    def __init__(self) -> None:
+        super().__init__()  # its own entries stay empty: the generations hold them
+        self.young, self.old = TextMemo(), TextMemo()
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
+
+    def get(self, key: tuple[str, frozenset[str] | None], compute: Callable[[], set[str]]) -> set[str]:
+        return self.young.get(key, lambda: self.old.get(key, compute))
+
+    def age(self) -> None:
+        self.young, self.old = TextMemo(), self.young
+
+
 class Caches:
     """What is kept between the files one owner lints, so unchanged code is not parsed, reduced or
     walked again: the parse per top-level statement (``chunks``), the reduction's per-text facts
-    (``reduction``) and the walks and positions of nodes (``nodes``). Each is bounded.
+    (``reduction``) and the walks and positions of nodes (``nodes``).
+
+    Each is bounded in size, and by age: an edit makes new versions of the statements it touched,
+    and what no file has used for some ``IDLE_FILES`` files is dropped (parses, walks) or aged out
+    (facts, in generations of that many files). A process that re-lints as an editor types (the
+    language server, the flake8 plugin in an editor's process) so keeps what its recent files are
+    made of, however long it runs.
 
     The owner decides the lifetime: the flake8 plugin keeps one for its process (an editor's
     language server re-lints on every save); a call of ``lint_source`` without one uses a fresh one
@@ -44,13 +71,17 @@ class Caches:
 
     def __init__(self) -> None:
         self.chunks = ChunkCache()
-        self.reduction = TextMemo()
+        self.reduction = _RecentTexts()
         self.nodes = NodeMemo()
+        self.files = 0
 
     @contextmanager
     def file(self) -> Iterator[None]:
-        """One file's analysis: the kept walks are trimmed to their bound first, and Python's cyclic
-        collector is held until it ends (``cg_lint.prefilter.gc_pause``)."""
+        """One file's analysis: the kept walks are trimmed to their bounds first, and Python's
+        cyclic collector is held until it ends (``cg_lint.prefilter.gc_pause``)."""
+        self.files += 1
+        if self.files % IDLE_FILES == 0:
+            self.reduction.age()
         self.nodes.trim()
         with gc_paused():
             yield
