@@ -23,11 +23,13 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -69,10 +71,39 @@ class _Schedule:
     task: asyncio.Task | None = None
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, without its one leak per notification.
+
+    pygls files the future of every handler it runs as a generator or a coroutine in
+    ``_request_futures`` under a fresh id; only a request's answer takes it out again. Its own
+    handlers of ``didOpen``/``didChange``/``didClose`` are generators, so every edit left a future
+    and its id behind for the whole session. Here the futures that answer no request are swept out
+    once done (a cancel names requests only, so nothing looks them up). A sweep, not a done
+    callback: pygls cancels futures while iterating that dict at shutdown, and a concurrent
+    future runs its callbacks inside ``cancel()``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._transient: set[Any] = set()  # ids of futures that answer no request, not yet done
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None,
+                         kwargs: Any = None) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if not (isinstance(callback, partial) and callback.func == self._send_handler_result):
+            self._transient.add(msg_id)  # a request's answer takes its own future out
+        futures = self._request_futures
+        done = [i for i in self._transient if i not in futures or futures[i].done()]
+        for i in done:
+            futures.pop(i, None)
+            self._transient.discard(i)
+
+
 class CgLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "cg-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+            "cg-lint", __version__, protocol_cls=_Protocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full
         )
         self.config = WorkspaceConfig()
         self.linted: dict[str, Linted] = {}
@@ -390,8 +421,8 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
                 )
             )
 
-    # Notifications are plain functions (run on the event loop): pygls keeps the future of every
-    # notification an async handler served, for the whole session (some 6 KB per edit)
+    # Notifications are plain functions (run on the event loop): an async handler's future is one
+    # more object per edit for _Protocol to sweep out of pygls's table
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CgLintServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
