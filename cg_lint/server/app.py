@@ -301,6 +301,14 @@ class CgLintServer(LanguageServer):
         for doc in list(self.workspace.text_documents.values()):
             self.schedule(doc.uri)
 
+    def closed(self, uri: str) -> None:
+        """Forget what the worker keeps for a closed document: its ``ast``, and its buffer as the
+        text of its module (the file on disk is that again)."""
+        self.asts.pop(uri, None)
+        if self.trace is not None:
+            with contextlib.suppress(Exception):  # a URI the file system rejects was never overlaid
+                self.trace.forget(self.document_path(uri)[0])
+
     # --- code actions ----------------------------------------------------------------------------
 
     def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -452,7 +460,7 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
         ls.linted.pop(uri, None)
         ls.schedules.pop(uri, None)
         ls.openings.pop(uri, None)
-        ls.linter.submit(ls.asts.pop, uri, None)  # on the worker thread, after a lint under way
+        ls.linter.submit(ls.closed, uri)  # on the worker thread, after a lint under way
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
