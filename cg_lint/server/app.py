@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from cg_lint.project import TraceContexts
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# a request answered with what the session keeps, counted (bench/server_memory.py, the tests)
+STATS_METHOD = "cg-lint/stats"
 # the engine recurses once per nesting level (recursion limit 10,000): give its thread the room
 # the main thread has
 WORKER_STACK = 64 * 1024 * 1024
@@ -309,6 +311,29 @@ class CgLintServer(LanguageServer):
             with contextlib.suppress(Exception):  # a URI the file system rejects was never overlaid
                 self.trace.forget(self.document_path(uri)[0])
 
+    def stats(self) -> dict[str, int | None]:
+        """What the session keeps (on the worker thread, after the lints before it): the entries of
+        each store, and the bytes Python has allocated when ``tracemalloc`` traces them (after a
+        full collection, so only what is reachable counts)."""
+        import gc
+        import tracemalloc
+
+        gc.collect()
+        caches, trace = self.caches, self.trace
+        return {
+            "documents": len(self.workspace.text_documents),
+            "linted": len(self.linted),
+            "asts": len(self.asts),
+            "schedules": len(self.schedules),
+            "futures": len(self.protocol._request_futures),
+            "chunks": len(caches.chunks) if caches else 0,
+            "chunk_chars": caches.chunks.chars if caches else 0,
+            "nodes": len(caches.nodes) if caches else 0,
+            "reduction": len(caches.reduction) if caches else 0,
+            "overlays": len(trace.overlays) if trace else 0,
+            "traced": tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None,
+        }
+
     # --- code actions ----------------------------------------------------------------------------
 
     def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -495,6 +520,10 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
                 types.MessageType.Error,
             )
             return None
+
+    @server.feature(STATS_METHOD)
+    async def stats(ls: CgLintServer, params: Any) -> dict[str, int | None]:
+        return await asyncio.get_running_loop().run_in_executor(ls.linter, ls.stats)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: CgLintServer, params: types.HoverParams) -> types.Hover | None:
