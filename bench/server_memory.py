@@ -3,12 +3,14 @@
     python bench/server_memory.py [--edits 10000] [--lines 600] [--every 1000]
 
 A plain JSON-RPC client (blocking pipes) opens one generated module full of custom gradients
-(bench/gen_cg.py) and sends whole-text changes, each editing one function's constant (as typing
-does) and every 50th also adding or removing a function (new statements, new records); every
+(bench/gen_cg.py) and sends whole-text changes, each editing two constants (as typing does): one
+in a custom gradient's grad (the statement is parsed and walked again) and one in a line the
+prefilter blanks; every 50th also adds or removes a function (new statements, new records). Every
 200th edit it closes and reopens the document, and every 10th edit asks for code actions. It waits
 for the diagnostics of each version (so every edit is linted, none coalesced). Printed every
 ``--every`` edits: the server's resident memory (VmRSS) and its peak (VmHWM) from ``/proc``
-(Linux), and the mean latency. Bounded memory: the RSS after the warm-up stays flat.
+(Linux), the mean latency, and what the server keeps (its ``cg-lint/stats`` request: parsed
+pieces, walk entries, pygls' futures). Bounded memory: the RSS after the warm-up stays flat.
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ class Peer:
         return int(fields["VmRSS"].split()[0]) // 1024, int(fields["VmHWM"].split()[0]) // 1024
 
 
+def kept(peer: Peer) -> str:
+    """The server's own count of what it keeps ("" when it has no stats request)."""
+    request = peer.send("cg-lint/stats", {}, True)
+    answer = peer.until(lambda m: m.get("id") == request)
+    stats = answer.get("result")
+    if not isinstance(stats, dict):
+        return ""
+    return f"{stats['chunks']:>7}  {stats['nodes']:>7}  {stats['futures']:>7}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--edits", type=int, default=10_000)
@@ -102,13 +114,15 @@ def main() -> None:
 
         open_document(base)
         print(f"{len(base.splitlines())} lines; after open: RSS {peer.memory()[0]} MB")
-        print(f"{'edits':>6}  {'RSS MB':>6}  {'peak MB':>7}  {'ms/edit':>7}")
+        print(f"{'edits':>6}  {'RSS MB':>6}  {'peak MB':>7}  {'ms/edit':>7}  {'pieces':>7}  {'walks':>7}"
+              f"  {'futures':>7}")
         started = time.perf_counter()
+        reports: list[tuple[int, int, float]] = []  # (edits, RSS MB, ms/edit)
         extra = ""
         for edit in range(1, args.edits + 1):
             if edit % 50 == 0:  # statements come and go
                 extra = "" if extra else f"\n\n@tf.custom_gradient\ndef added_{edit}(x):\n    return x, lambda dy: dy\n"
-            text = base.replace("0.5", f"0.{edit}", 1) + extra
+            text = base.replace("dy * 2.0", f"dy * 2.{edit}", 1).replace("0.5", f"0.{edit}", 1) + extra
             if edit % 200 == 0:
                 peer.send("textDocument/didClose", {"textDocument": {"uri": uri}})
                 version = 1
@@ -124,10 +138,16 @@ def main() -> None:
                     "range": {"start": {"line": 0, "character": 0}, "end": {"line": 40, "character": 0}}}, True)
                 peer.until(lambda m, r=request: m.get("id") == r)
             if edit % args.every == 0:
-                rss, peak = peer.memory()
                 elapsed = (time.perf_counter() - started) * 1000 / args.every
-                print(f"{edit:>6}  {rss:>6}  {peak:>7}  {elapsed:>7.1f}", flush=True)
+                rss, peak = peer.memory()
+                print(f"{edit:>6}  {rss:>6}  {peak:>7}  {elapsed:>7.1f}  {kept(peer)}", flush=True)
+                reports.append((edit, rss, elapsed))
                 started = time.perf_counter()
+        if len(reports) > 1:  # after the first report's edits (the warm-up)
+            (first, low, _), (last, high, _) = reports[0], reports[-1]
+            mean = sum(r[2] for r in reports) / len(reports)
+            print(f"RSS from edit {first} to {last}: {high - low:+d} MB "
+                  f"({(high - low) * 1000 / (last - first):+.2f} MB per 1,000 edits); mean {mean:.1f} ms/edit")
         peer.send("shutdown", {}, True)
         peer.until(lambda m: m.get("id") == peer.next_id)
         peer.send("exit", {})

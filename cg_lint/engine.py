@@ -18,12 +18,12 @@ from cg_lint.prefilter.gc_pause import gc_paused
 from cg_lint.prefilter.parse_cache import ChunkCache
 from cg_lint.prefilter.planned import Planned
 from cg_lint.prefilter.prepared import Prepared, one_line, prepare
-from cg_lint.prefilter.reduce import TextMemo
+from cg_lint.prefilter.reduce import RecentTexts, TextMemo
 from cg_lint.rules import ALL_RULES
 from cg_lint.rules.base import LintContext
 from cg_lint.sources import split_lines
 from cg_lint.syntax.index import FileIndex
-from cg_lint.syntax.walk import NodeMemo
+from cg_lint.syntax.walk import IDLE_FILES, NodeMemo
 
 if TYPE_CHECKING:
     import ast
@@ -36,7 +36,13 @@ sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 class Caches:
     """What is kept between the files one owner lints, so unchanged code is not parsed, reduced or
     walked again: the parse per top-level statement (``chunks``), the reduction's per-text facts
-    (``reduction``) and the walks and positions of nodes (``nodes``). Each is bounded.
+    (``reduction``) and the walks and positions of nodes (``nodes``).
+
+    Each is bounded in size, and by age: an edit makes new versions of the statements it touched,
+    and what no file has used for some ``IDLE_FILES`` files is dropped (parses, walks) or aged out
+    (facts, in generations of that many files). A process that re-lints as an editor types (the
+    language server, the flake8 plugin in an editor's process) so keeps what its recent files are
+    made of, however long it runs.
 
     The owner decides the lifetime: the flake8 plugin keeps one for its process (an editor's
     language server re-lints on every save); a call of ``lint_source`` without one uses a fresh one
@@ -45,13 +51,18 @@ class Caches:
 
     def __init__(self, reduction: TextMemo | None = None) -> None:
         self.chunks = ChunkCache()
-        self.reduction = reduction if reduction is not None else TextMemo()
+        # the flake8 plugin shares its own with the planning step, which runs before libcst
+        self.reduction: TextMemo = reduction if reduction is not None else RecentTexts()
         self.nodes = NodeMemo()
+        self.files = 0
 
     @contextmanager
     def file(self) -> Iterator[None]:
-        """One file's analysis: the kept walks are trimmed to their bound first, and Python's cyclic
-        collector is held until it ends (``cg_lint.prefilter.gc_pause``)."""
+        """One file's analysis: the kept walks are trimmed to their bounds first, and Python's
+        cyclic collector is held until it ends (``cg_lint.prefilter.gc_pause``)."""
+        self.files += 1
+        if self.files % IDLE_FILES == 0 and isinstance(self.reduction, RecentTexts):
+            self.reduction.age()
         self.nodes.trim()
         with gc_paused():
             yield

@@ -169,10 +169,10 @@ class Plugin:
         # was linted before (an edit outside every custom gradient and what they read), is answered
         # without importing it
         from cg_lint.prefilter.planned import Planned, plan_file
-        from cg_lint.prefilter.reduce import TextMemo
+        from cg_lint.prefilter.reduce import RecentTexts
 
         if Plugin.reduction is None:
-            Plugin.reduction = TextMemo()
+            Plugin.reduction = RecentTexts()  # ages with the caches (cg_lint.engine.Caches.file)
         planned = plan_file(source, self.filename, settings.markers(), tree=tree, memo=Plugin.reduction)
         if planned is None:
             return

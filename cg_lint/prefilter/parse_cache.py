@@ -37,6 +37,10 @@ __all__ = ["MAX_CHARS", "ChunkCache", "parse_by_statement", "parse_with_cache"]
 # real TensorFlow sources (docstrings, comments) cost about 25. 1,000,000 characters (some 28 such
 # files; the prefilter hands over far less of real ones) stay under about 60 MB even for dense code.
 MAX_CHARS = 1_000_000
+# An edit makes a new piece of each statement it touched and leaves the old one unused: pieces no
+# parse used in this many parses are dropped, so an editor's process keeps what its recent files
+# are made of (and a few undos), not every version of every edited statement until MAX_CHARS.
+IDLE_PARSES = 32
 
 _NEWLINE = re.compile(r"\r\n?|\n")  # how libcst finds a module's default newline
 
@@ -45,7 +49,7 @@ class _Chunk:
     """One piece parsed alone: its statement and what the assembly needs to know about it."""
 
     __slots__ = ("stmt", "header", "trailing", "footer", "encoding", "default_indent", "default_newline",
-                 "block_indent", "newline", "has_trailing_newline", "joined")
+                 "block_indent", "newline", "has_trailing_newline", "joined", "used")
 
     def __init__(self, piece: str, module: cst.Module, last: bool) -> None:
         self.stmt: cst.SimpleStatementLine | cst.BaseCompoundStatement = module.body[0]
@@ -64,12 +68,16 @@ class _Chunk:
         # (leading lines moved in, the statement with them): the last assembly's, reused when the
         # same lines (the same objects, from the same cached previous piece) come first again
         self.joined: tuple[tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement] | None = None
+        self.used = 0  # the last parse that used it (ChunkCache.parses)
 
     def with_leading(self, extra: tuple[cst.EmptyLine, ...]) -> cst.SimpleStatementLine | cst.BaseCompoundStatement:
         if not extra:
             return self.stmt
         joined = self.joined  # one read: another thread may replace it
-        if joined is not None and joined[0] is extra:
+        # the same line objects: a tuple with a header is built anew for each assembly, and a new
+        # statement each time would be new nodes to walk (and keep) on every lint
+        if joined is not None and (joined[0] is extra or len(joined[0]) == len(extra)
+                                   and all(a is b for a, b in zip(joined[0], extra))):
             return joined[1]
         stmt = self.stmt.with_changes(leading_lines=(*extra, *self.stmt.leading_lines))
         self.joined = (extra, stmt)
@@ -77,31 +85,48 @@ class _Chunk:
 
 
 class ChunkCache:
-    """LRU of parsed pieces by (text, ends the file), bounded by the total length of those texts.
+    """LRU of parsed pieces by (text, ends the file), bounded by the total length of those texts
+    and by age: a piece no parse used in the last ``idle`` parses is dropped.
 
     Its owner decides how long it lives (``cg_lint.engine.Caches``): an editor's process keeps one
     across saves."""
 
-    def __init__(self, limit: int = MAX_CHARS) -> None:
-        self.limit = limit
+    def __init__(self, limit: int = MAX_CHARS, idle: int = IDLE_PARSES) -> None:
+        self.limit, self.idle = limit, idle
         self.chars = 0
+        self.parses = 0  # how many times ``start`` ran: one per parse
         self._items: OrderedDict[tuple[str, bool], _Chunk] = OrderedDict()
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._items)
 
+    def start(self) -> None:
+        """A parse begins: forget the pieces of the oldest parses (the least recently used come
+        first, so this stops at the first piece still in use)."""
+        with self._lock:
+            self.parses += 1
+            oldest, items = self.parses - self.idle, self._items
+            while items:
+                key, chunk = next(iter(items.items()))
+                if chunk.used >= oldest:
+                    break
+                del items[key]
+                self.chars -= len(key[0])
+
     def get(self, key: tuple[str, bool]) -> _Chunk | None:
         with self._lock:
             chunk = self._items.get(key)
             if chunk is not None:
                 self._items.move_to_end(key)
+                chunk.used = self.parses
             return chunk
 
     def put(self, key: tuple[str, bool], chunk: _Chunk) -> None:
         with self._lock:
             if len(key[0]) > self.limit or key in self._items:
                 return
+            chunk.used = self.parses
             self._items[key] = chunk
             self.chars += len(key[0])
             while self.chars > self.limit:
@@ -148,6 +173,7 @@ def _cut(text: str, starts: Sequence[int] | None) -> list[str] | None:
 
 
 def _parse_pieces(pieces: list[str], cache: ChunkCache) -> list[_Chunk] | None:
+    cache.start()
     chunks: list[_Chunk] = []
     used: set[int] = set()
     for i, piece in enumerate(pieces):

@@ -542,3 +542,22 @@ def _binds(stmt: ast.stmt) -> set[str]:
     return out
 
 
+class RecentTexts(TextMemo):
+    """The reduction's per-text facts, kept while some file asks for them: two generations, the
+    answers asked for since the last ``age`` and those from the one before. A text no file asked
+    for in that long (an edited statement's earlier versions) is forgotten, so an editor's process
+    keeps the facts of its recent files, not of every edit until ``TextMemo``'s bound of
+    characters (its answers are a few KB each: thousands of edits)."""
+
+    def __init__(self) -> None:
+        super().__init__()  # its own entries stay empty: the generations hold them
+        self.young, self.old = TextMemo(), TextMemo()
+
+    def __len__(self) -> int:
+        return len(self.young) + len(self.old)
+
+    def get(self, key: tuple[str, frozenset[str] | None], compute: Callable[[], set[str]]) -> set[str]:
+        return self.young.get(key, lambda: self.old.get(key, compute))
+
+    def age(self) -> None:
+        self.young, self.old = TextMemo(), self.young

@@ -59,6 +59,12 @@ class TraceContexts:
             self.overlays[key] = text
             self._verdicts.clear()
 
+    def forget(self, path: str) -> None:
+        """Read ``path`` from its file again (the editor closed its buffer): a session that opens
+        many files keeps the texts of those still open only."""
+        if self.overlays.pop(os.path.abspath(path), None) is not None:
+            self._verdicts.clear()
+
     def project_of(self, path: str) -> Project:
         root = project_root(path)
         found = self._projects.get(root)

@@ -23,11 +23,13 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from cg_lint.project import TraceContexts
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+# a request answered with what the session keeps, counted (bench/server_memory.py, the tests)
+STATS_METHOD = "cg-lint/stats"
 # the engine recurses once per nesting level (recursion limit 10,000): give its thread the room
 # the main thread has
 WORKER_STACK = 64 * 1024 * 1024
@@ -69,10 +73,39 @@ class _Schedule:
     task: asyncio.Task | None = None
 
 
+class _Protocol(LanguageServerProtocol):
+    """pygls's protocol, without its one leak per notification.
+
+    pygls files the future of every handler it runs as a generator or a coroutine in
+    ``_request_futures`` under a fresh id; only a request's answer takes it out again. Its own
+    handlers of ``didOpen``/``didChange``/``didClose`` are generators, so every edit left a future
+    and its id behind for the whole session. Here the futures that answer no request are swept out
+    once done (a cancel names requests only, so nothing looks them up). A sweep, not a done
+    callback: pygls cancels futures while iterating that dict at shutdown, and a concurrent
+    future runs its callbacks inside ``cancel()``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._transient: set[Any] = set()  # ids of futures that answer no request, not yet done
+
+    def _execute_handler(self, msg_id: Any, handler: Any, callback: Any, args: Any = None,
+                         kwargs: Any = None) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if not (isinstance(callback, partial) and callback.func == self._send_handler_result):
+            self._transient.add(msg_id)  # a request's answer takes its own future out
+        futures = self._request_futures
+        done = [i for i in self._transient if i not in futures or futures[i].done()]
+        for i in done:
+            futures.pop(i, None)
+            self._transient.discard(i)
+
+
 class CgLintServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(
-            "cg-lint", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full
+            "cg-lint", __version__, protocol_cls=_Protocol,
+            text_document_sync_kind=types.TextDocumentSyncKind.Full
         )
         self.config = WorkspaceConfig()
         self.linted: dict[str, Linted] = {}
@@ -270,6 +303,37 @@ class CgLintServer(LanguageServer):
         for doc in list(self.workspace.text_documents.values()):
             self.schedule(doc.uri)
 
+    def closed(self, uri: str) -> None:
+        """Forget what the worker keeps for a closed document: its ``ast``, and its buffer as the
+        text of its module (the file on disk is that again)."""
+        self.asts.pop(uri, None)
+        if self.trace is not None:
+            with contextlib.suppress(Exception):  # a URI the file system rejects was never overlaid
+                self.trace.forget(self.document_path(uri)[0])
+
+    def stats(self) -> dict[str, int | None]:
+        """What the session keeps (on the worker thread, after the lints before it): the entries of
+        each store, and the bytes Python has allocated when ``tracemalloc`` traces them (after a
+        full collection, so only what is reachable counts)."""
+        import gc
+        import tracemalloc
+
+        gc.collect()
+        caches, trace = self.caches, self.trace
+        return {
+            "documents": len(self.workspace.text_documents),
+            "linted": len(self.linted),
+            "asts": len(self.asts),
+            "schedules": len(self.schedules),
+            "futures": len(self.protocol._request_futures),
+            "chunks": len(caches.chunks) if caches else 0,
+            "chunk_chars": caches.chunks.chars if caches else 0,
+            "nodes": len(caches.nodes) if caches else 0,
+            "reduction": len(caches.reduction) if caches else 0,
+            "overlays": len(trace.overlays) if trace else 0,
+            "traced": tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None,
+        }
+
     # --- code actions ----------------------------------------------------------------------------
 
     def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -390,8 +454,8 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
                 )
             )
 
-    # Notifications are plain functions (run on the event loop): pygls keeps the future of every
-    # notification an async handler served, for the whole session (some 6 KB per edit)
+    # Notifications are plain functions (run on the event loop): an async handler's future is one
+    # more object per edit for _Protocol to sweep out of pygls's table
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: CgLintServer, params: types.DidOpenTextDocumentParams) -> None:
         uri = params.text_document.uri
@@ -421,7 +485,7 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
         ls.linted.pop(uri, None)
         ls.schedules.pop(uri, None)
         ls.openings.pop(uri, None)
-        ls.linter.submit(ls.asts.pop, uri, None)  # on the worker thread, after a lint under way
+        ls.linter.submit(ls.closed, uri)  # on the worker thread, after a lint under way
         ls.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[])
         )
@@ -456,6 +520,10 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
                 types.MessageType.Error,
             )
             return None
+
+    @server.feature(STATS_METHOD)
+    async def stats(ls: CgLintServer, params: Any) -> dict[str, int | None]:
+        return await asyncio.get_running_loop().run_in_executor(ls.linter, ls.stats)
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: CgLintServer, params: types.HoverParams) -> types.Hover | None:

@@ -60,9 +60,13 @@ def _remember(kind: type) -> bool:
 # Entries hold their nodes, so ids stay unique while kept; the bound keeps memory small (~100k
 # nodes is about ten 2,000-line files). Editors re-lint mostly unchanged statements, and the parse
 # cache (cg_lint.prefilter.parse_cache) hands back the same node objects for them, so a memo that
-# lives as long as the editor's process keeps its entries across files until the bound is reached.
+# lives as long as the editor's process keeps its entries across files. Every edit makes new
+# objects of the statements it touched: the walks of the old ones are forgotten once no file has
+# walked them for IDLE_FILES files, so a long session keeps what its recent files use, not a
+# history of edits (the count bound alone took some 10,000 edits of a one-line statement to fill).
 CACHE_BOUND = 100_000
 PIECES_BOUND = 2_000
+IDLE_FILES = 32
 
 
 class NodeMemo:
@@ -71,24 +75,64 @@ class NodeMemo:
     generated code and ranges.
 
     Its owner decides how long it lives: one file's analysis, or a process that re-lints the same
-    statements (``cg_lint.engine.Caches``). ``trim`` keeps it within its bound; call it between files.
+    statements (``cg_lint.engine.Caches``). ``trim`` keeps it within its bounds; call it before each
+    file.
     """
 
-    def __init__(self, bound: int = CACHE_BOUND, pieces_bound: int = PIECES_BOUND) -> None:
-        self.bound, self.pieces_bound = bound, pieces_bound
+    def __init__(self, bound: int = CACHE_BOUND, pieces_bound: int = PIECES_BOUND,
+                 idle: int = IDLE_FILES) -> None:
+        self.bound, self.pieces_bound, self.idle = bound, pieces_bound, idle
         self.kids: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self.own: dict[int, tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
         self.subtrees: dict[int, tuple[cst.CSTNode, list[cst.CSTNode], dict[int, cst.CSTNode]]] = {}
         self.pieces: dict[tuple[int, str, str, str | None], tuple[cst.CSTNode, str, dict]] = {}
+        self.files = 0  # how many times ``trim`` ran: one per file
+        self._walked: dict[int, int] = {}  # statement id -> the file that last asked for its subtree
+        self._per_file: list[int] = []  # ``own`` keys of modules: a module object is one file's
+
+    def __len__(self) -> int:
+        """Entries kept (for bounds and tests): walks of nodes and pieces."""
+        return len(self.kids) + len(self.own) + len(self.subtrees) + len(self.pieces)
 
     def trim(self) -> None:
-        """Forget the kept walks once they exceed the bound."""
+        """Forget the walks of statements no file used in the last ``idle`` files, and everything
+        once the kept walks exceed the bound."""
+        self.files += 1
+        for key in self._per_file:
+            self.own.pop(key, None)
+        self._per_file.clear()
+        oldest = self.files - self.idle
+        stale = [key for key, used in self._walked.items() if used < oldest]
+        if stale:
+            self._forget(stale)
         if len(self.kids) + len(self.own) > self.bound:
             self.own.clear()
             self.kids.clear()
             self.subtrees.clear()
+            self._walked.clear()
         if len(self.pieces) >= self.pieces_bound:
             self.pieces.clear()
+
+    def _forget(self, stale: list[int]) -> None:
+        gone: set[int] = set()
+        kids, own = self.kids, self.own
+        for key in stale:
+            del self._walked[key]
+            entry = self.subtrees.pop(key, None)
+            if entry is None:
+                continue
+            for node in entry[1]:
+                i = id(node)
+                gone.add(i)
+                hit = kids.get(i)
+                if hit is not None and hit[0] is node:
+                    del kids[i]
+                hit = own.get(i)
+                if hit is not None and hit[0] is node:
+                    del own[i]
+        if self.pieces:  # keyed by a statement or a class member: nodes of these subtrees
+            for piece in [k for k in self.pieces if k[0] in gone]:
+                del self.pieces[piece]
 
     def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
         hit = self.kids.get(id(node))
@@ -116,11 +160,14 @@ class NodeMemo:
                 continue
             stack.extend(reversed(kids_of(node)))
         self.own[id(body)] = (body, out)
+        if type(body) is cst.Module:
+            self._per_file.append(id(body))
         return out
 
     def subtree(self, stmt: cst.CSTNode) -> tuple[list[cst.CSTNode], dict[int, cst.CSTNode]]:
         """Every node under ``stmt`` (itself first) in source order, and the parent of each but
         ``stmt``; the children of each are kept on the way."""
+        self._walked[id(stmt)] = self.files
         hit = self.subtrees.get(id(stmt))
         if hit is not None and hit[0] is stmt:
             return hit[1], hit[2]
