@@ -73,7 +73,7 @@ def test_a_long_session_keeps_a_bounded_amount(tmp_path, monkeypatch):
             editor.open(uri, edited(0))
             await linted(editor, uri)
             seen = []
-            for n in range(1, WARM + 2 * STRIDE + 1):
+            for n in range(1, WARM + 3 * STRIDE + 1):
                 if n % 16 == 0:  # closed and opened again: nothing of the earlier opening stays
                     editor.client.text_document_did_close(
                         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
@@ -81,17 +81,19 @@ def test_a_long_session_keeps_a_bounded_amount(tmp_path, monkeypatch):
                 else:
                     editor.change(uri, edited(n))
                 await linted(editor, uri)
-                if n in (WARM + STRIDE, WARM + 2 * STRIDE):
+                if n in (WARM + STRIDE, WARM + 2 * STRIDE, WARM + 3 * STRIDE):
                     seen.append(await stats(editor))
             return seen
         finally:
             await editor.kill()
 
-    first, second = asyncio.run(session())
+    first, second, third = asyncio.run(session())
     assert first["traced"] is not None, "the server did not trace its allocations"
-    assert {k: second[k] for k in KEPT} == {k: first[k] for k in KEPT}
-    assert second["futures"] <= 1  # the stats request's own
-    assert second["documents"] == second["linted"] == second["asts"] == 1
-    # before the bounds, each edit left ~6 KB or more behind (some 400 KB over STRIDE edits)
-    growth = second["traced"] - first["traced"]
-    assert growth < 64 * 1024, f"{growth} bytes more after {STRIDE} more edits: {first} -> {second}"
+    assert {k: second[k] for k in KEPT} == {k: first[k] for k in KEPT} == {k: third[k] for k in KEPT}
+    assert third["futures"] <= 1  # the stats request's own
+    assert third["documents"] == third["linted"] == third["asts"] == 1
+    # before the bounds, each edit left ~6 KB or more behind (some 400 KB over STRIDE edits), in
+    # every stride; a one-off growth (Python resizing its table of interned strings, ~0.5 MB) lands
+    # in one stride at most, so the quieter of two strides is what the edits themselves keep
+    growth = min(second["traced"] - first["traced"], third["traced"] - second["traced"])
+    assert growth < 64 * 1024, f"{growth} bytes more after {STRIDE} more edits: {first} -> {second} -> {third}"
