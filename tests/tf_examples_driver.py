@@ -37,6 +37,16 @@ def grad(fn, *values):
     """d sum(fn(*inputs)) / d the tensor inputs. The inputs are made outside the thunk: under
     tf.function they are captured, not constants (Grappler folding a constant non-scalar tf.cond
     predicate aborts the process instead of raising)."""
+    return _gradient(fn, None, values)
+
+
+def grad_scaled(fn, scale, *values):
+    """d (scale * sum(fn(*inputs))) / d the tensor inputs: a loss that is not the plain sum, so
+    the upstream grad receives is not ones."""
+    return _gradient(fn, scale, values)
+
+
+def _gradient(fn, scale, values):
     args = _tensors(values)
 
     def run():
@@ -46,22 +56,8 @@ def grad(fn, *values):
                 tape.watch(a)
             out = fn(*args)
             loss = tf.add_n([tf.reduce_sum(o) for o in tf.nest.flatten(out)])
-        return tape.gradient(loss, watched)
-    return run
-
-
-def grad_scaled(fn, scale, *values):
-    """d (scale * sum(fn(*inputs))) / d the tensor inputs: a loss that is not the plain sum, so
-    the upstream grad receives is not ones."""
-    args = _tensors(values)
-
-    def run():
-        watched = [a for a in args if tf.is_tensor(a)]
-        with tf.GradientTape() as tape:
-            for a in watched:
-                tape.watch(a)
-            out = fn(*args)
-            loss = scale * tf.add_n([tf.reduce_sum(o) for o in tf.nest.flatten(out)])
+            if scale is not None:
+                loss = scale * loss
         return tape.gradient(loss, watched)
     return run
 
