@@ -182,7 +182,7 @@ class Affine(tf.Module):
                     if elements is None or len(elements) != 2:
                         continue
                     var_grads = resolved_literal(elements[1], ctx)
-                    other = _iterates_other_order(var_grads)
+                    other = _iterates_other_order(ctx, var_grads)
                     if other is not None:
                         line, column = statement_position(ctx, site.anchor)
                         yield self.finding(ctx, line, column, (
@@ -213,15 +213,15 @@ def _ordered_by_test(ctx: LintContext, grad: cst.CSTNode, node: cst.CSTNode) -> 
     returns under it and the one after it alike."""
     key = ("ordered-by-test", id(grad))
     if key not in ctx.cache:
-        ctx.cache[key] = any(type(n) in (cst.If, cst.IfExp) and _reads_variables(n.test)  # type: ignore[attr-defined]
-                             for n in _walk(grad))
+        ctx.cache[key] = any(type(n) in (cst.If, cst.IfExp) and _reads_variables(ctx, n.test)  # type: ignore[attr-defined]
+                             for n in ctx.index.walk.walk(grad))
     return bool(ctx.cache[key])
 
 
-def _reads_variables(test: cst.BaseExpression) -> bool:
+def _reads_variables(ctx: LintContext, test: cst.BaseExpression) -> bool:
     """The test subscripts or iterates ``variables`` (``variables[0].name``, ``variables[1] is w``,
     ``any(v is w for v in variables)``)."""
-    for node in _walk(test):
+    for node in ctx.index.walk.walk(test):
         if type(node) is cst.Subscript and type(node.value) is cst.Name and node.value.value == "variables":
             return True
         if type(node) is cst.CompFor and type(node.iter) is cst.Name and node.iter.value == "variables":
@@ -229,24 +229,15 @@ def _reads_variables(test: cst.BaseExpression) -> bool:
     return False
 
 
-def _walk(node: cst.CSTNode) -> list[cst.CSTNode]:
-    out, stack = [], [node]
-    while stack:
-        current = stack.pop()
-        out.append(current)
-        stack.extend(current.children)
-    return out
-
-
 # collections of a layer's or module's variables in its own order, not TF's
 _OWN_ORDER = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
 
 
-def _iterates_other_order(expr: cst.BaseExpression | None) -> str | None:
+def _iterates_other_order(ctx: LintContext, expr: cst.BaseExpression | None) -> str | None:
     """``[... for v in self.trainable_variables]``: the list follows the object's order."""
     if type(expr) is not cst.ListComp:
         return None
-    for comp in _walk(expr.for_in):
+    for comp in ctx.index.walk.walk(expr.for_in):
         if type(comp) is cst.CompFor and type(comp.iter) is cst.Attribute and comp.iter.attr.value in _OWN_ORDER:
             return describe(comp.iter)
     return None
