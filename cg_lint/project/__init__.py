@@ -12,7 +12,7 @@ from typing import Any
 
 from cg_lint.project.phrases import EAGER_HALF, UNTRACEABLE
 
-_LAZY = ("TRACE_CONTEXTS", "TraceContexts", "Verdict", "apply", "graph_only", "in_context", "needs_tracing",
+_LAZY = ("TRACE_CONTEXTS", "TraceContexts", "Verdict", "graph_only", "in_context", "needs_tracing",
          "project_facts_matter")
 __all__ = ["EAGER_HALF", "UNTRACEABLE", *_LAZY]
 

@@ -1,4 +1,4 @@
-"""The graph-mode rules report what breaks under ``tf.function`` from the file alone; ``apply`` keeps
+"""The graph-mode rules report what breaks under ``tf.function`` from the file alone; ``in_context`` keeps
 such a finding only where the project can trace the definition (``trace-context = "auto"``), keeps
 all (``"always"``) or none (``"never"``), and checks a count from the signature against the
 project's calls."""
@@ -10,14 +10,14 @@ from dataclasses import replace
 
 from cg_lint.codes import CODES
 from cg_lint.config import TRACE_CONTEXTS
-from cg_lint.findings import FileResult, Finding
+from cg_lint.findings import Finding
 from cg_lint.project.phrases import EAGER_HALF, UNTRACEABLE
 from cg_lint.project.trace import TraceContexts, Verdict
 
 # a note the rules already add when the file itself shows the tf.function call
 _FILE_NOTES = ("(it is called under tf.function", "(this call runs under tf.function")
 
-__all__ = ["TRACE_CONTEXTS", "TraceContexts", "Verdict", "apply", "graph_only", "in_context", "needs_tracing",
+__all__ = ["TRACE_CONTEXTS", "TraceContexts", "Verdict", "graph_only", "in_context", "needs_tracing",
            "project_facts_matter"]
 
 
@@ -30,12 +30,6 @@ def graph_only(code: str) -> bool:
 
 def needs_tracing(finding: Finding) -> bool:
     return graph_only(finding.code) and (finding.code != "CG008" or EAGER_HALF not in finding.message)
-
-
-def apply(results: list[FileResult], mode: str, contexts: TraceContexts | None = None) -> list[FileResult]:
-    """The results with each graph-mode finding kept or dropped by the trace context."""
-    contexts = contexts or TraceContexts()
-    return [replace(r, findings=in_context(r.findings, mode, contexts)) for r in results]
 
 
 def project_facts_matter(code: str) -> bool:
