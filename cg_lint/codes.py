@@ -96,6 +96,11 @@ CG014 = _code("CG014", "self-as-input", "a custom-gradient method is called with
 CG015 = _code("CG015", "static-batch-dimension",
               "x.shape[0] used as a number in a Keras layer, where the batch dimension is None when traced",
               "graph-mode", graph_only=True)
+CG016 = _code("CG016", "numpy-kernel-dtype",
+              "a tf.numpy_function kernel returns float64 where Tout says float32", "graph-mode", graph_only=True)
+CG017 = _code("CG017", "unknown-static-shape",
+              "the static shape of a tf.numpy_function/tf.py_function result is used before set_shape",
+              "graph-mode", graph_only=True)
 CG018 = _code("CG018", "variable-read-in-grad", "a tf.Variable is read inside grad", "variables")
 
 # -- runtime-check only (see docs/runtime-check.md) ----------------------------------------------

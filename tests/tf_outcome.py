@@ -20,6 +20,9 @@ def outcome(thunk) -> str:
             message = lines[wrapped[-1] + 1]
         else:
             message = next((ln for ln in reversed(lines) if "Error" in ln), lines[-1] if lines else "")
+            if message.startswith("[[{{node") and len(lines) > 1:
+                # a graph execution error ends with the failing node; its message is the line above
+                message = lines[lines.index(message) - 1]
         return f"RAISES {type(e).__name__}: {message[:300]}"
     value = tf.nest.map_structure(lambda t: None if t is None else np.asarray(t).round(4).tolist(), value)
     return f"OK {value}"

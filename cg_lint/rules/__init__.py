@@ -11,9 +11,11 @@ from cg_lint.rules.call_sites.self_as_input import SelfAsInput
 from cg_lint.rules.gradients.upstream_unused import UpstreamUnused
 from cg_lint.rules.graph_mode.elementwise_cond_predicate import ElementwiseCondPredicate
 from cg_lint.rules.graph_mode.input_used_as_python_value import InputUsedAsPythonValue
+from cg_lint.rules.graph_mode.numpy_kernel_dtype import NumpyKernelDtype
 from cg_lint.rules.graph_mode.static_batch_dimension import StaticBatchDimension
 from cg_lint.rules.graph_mode.tensor_as_python_value import TensorAsPythonValue
 from cg_lint.rules.graph_mode.tensor_truth_value import TensorTruthValue
+from cg_lint.rules.graph_mode.unknown_static_shape import UnknownStaticShape
 from cg_lint.rules.variables.missing_variables_argument import MissingVariablesArgument
 from cg_lint.rules.variables.positional_variable_grads import PositionalVariableGrads
 from cg_lint.rules.variables.variable_grads_not_list import VariableGradsNotList
@@ -27,6 +29,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(
             TensorTruthValue, TensorAsPythonValue, ElementwiseCondPredicate, InputUsedAsPythonValue,
             MissingVariablesArgument, VariablesReturnNotPair, VariableGradsNotList, PositionalVariableGrads,
             VariableReadInGrad, KeywordArguments, UpstreamUnused, SelfAsInput, StaticBatchDimension,
+            NumpyKernelDtype, UnknownStaticShape,
         ),
         key=lambda r: r.code,
     )
