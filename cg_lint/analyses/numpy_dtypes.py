@@ -244,7 +244,7 @@ class NumpyDtypes:
 def _augmented(value: object, name: str) -> bool:
     """The binding the environment records for ``name += x`` (a BinaryOperation on the name)."""
     return (type(value) is cst.BinaryOperation and type(value.left) is cst.Name  # type: ignore[attr-defined]
-            and value.left.value == name and value.left.lpar == [])  # type: ignore[attr-defined]
+            and value.left.value == name)  # type: ignore[attr-defined]
 
 
 def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
