@@ -6,7 +6,10 @@ requires grad to accept ``variables``. We recognise the common spellings:
 - names bound to ``tf.Variable(...)`` (module level, an enclosing function, or inside the forward);
 - ``self.<attr>`` that the class assigns from ``tf.Variable``/``add_weight``/``get_variable``, or a
   weight (``kernel``, ``bias``...) inherited from a built-in Keras layer;
-- Keras layers with weights called inside (``self.dense(x)``, ``dense(x)``);
+- Keras layers with weights called inside (``self.dense(x)``, ``dense(x)``), a ``keras.Sequential``
+  listing one among them;
+- variables a plain module-level function of the file makes and returns (``m = make()``), and those
+  the file's module-level functions the forward calls read (two calls deep);
 - ``tf.compat.v1.get_variable(...)``.
 
 ``trainable=False`` variables are not watched by TF and are skipped, as are variables that callers
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any, cast
 from dataclasses import dataclass
 
@@ -50,6 +54,9 @@ _LAYER_MODULES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers
                   "tensorflow.python.keras.layers.")
 _LAYER_BASES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
                 "tensorflow.compat.v1.keras.layers.", "keras.Layer")
+_SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential", "tensorflow.keras.Sequential",
+                         "tensorflow.keras.models.Sequential", "tf_keras.Sequential", "tf_keras.models.Sequential",
+                         "keras.src.models.Sequential"})
 INHERITED_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "depthwise_kernel",
                                "pointwise_kernel", "recurrent_kernel"})
 # Attribute uses of a variable that do not read its value.
@@ -90,6 +97,7 @@ class VariableFinder:
         self._kinds: dict[tuple[int, str, bool], str | None] = {}
         self._selves: dict[tuple[int, str], cst.ClassDef | None] = {}
         self._objects: dict[tuple[int, str, str], str | None] = {}
+        self._making = False  # inside _makes_variable: helpers are followed one call deep
 
     def _counts(self, call: cst.Call) -> bool:
         return not self.trainable_only or _trainable(call)
@@ -100,26 +108,105 @@ class VariableFinder:
             return False
         if type(value.func) is cst.Attribute and value.func.attr.value in _WEIGHT_METHODS:
             return self._counts(value) and (not receiver_self or _is_name(value.func.value, "self"))
-        return call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS and self._counts(value)
+        if call_name(value, self.ix.qualnames) in VARIABLE_CONSTRUCTORS:
+            return self._counts(value)
+        return self._makes_variable(value)
+
+    def _makes_variable(self, call: cst.Call) -> bool:
+        """A call of a plain module-level function of the file whose every return is a new
+        variable (``def make(): return tf.Variable(...)``), one call deep."""
+        if type(call.func) is not cst.Name or self._making:
+            return False
+        found = self.ix.lookup_function(call.func)
+        if len(found) != 1 or type(found[0]) is not cst.FunctionDef or found[0].decorators:
+            return False
+        helper = found[0]
+        if self.ix.enclosing(helper, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not None:
+            return False
+        key = ("makes-variable", id(helper), self.trainable_only)
+        known = self.ix.memo.get(key)
+        if known is None:
+            self._making = True
+            try:
+                returns = _return_values(self.ix, helper)
+                known = bool(returns) and all(self._returned_variable(v, helper) for v in returns)
+            finally:
+                self._making = False
+            self.ix.memo[key] = known
+        return bool(known)
+
+    def _returned_variable(self, value: cst.BaseExpression, helper: cst.FunctionDef) -> bool:
+        if self.is_variable_value(value):
+            return True
+        if type(value) is not cst.Name:
+            return False
+        bound = self.ix.env_for(helper).bindings.get(value.value) or []
+        return bool(bound) and all(isinstance(b, cst.CSTNode) and self.is_variable_value(b) for b in bound)
 
     def is_layer_value(self, value: cst.CSTNode) -> bool:
         if type(value) is not cst.Call:
             return False
         name = call_name(value, self.ix.qualnames) or ""
-        return (name.startswith(_LAYER_MODULES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS
-                and self._counts(value))
+        if name.startswith(_LAYER_MODULES) and name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+            return self._counts(value)
+        return name in _SEQUENTIAL and self._counts(value) and self._weighted_sequence(value)
+
+    def _weighted_sequence(self, call: cst.Call) -> bool:
+        """``keras.Sequential([...])`` listing a weighted layer (weightless ones alone hold none)."""
+        layers = next((a.value for a in call.args if a.keyword is None or a.keyword.value == "layers"), None)
+        if type(layers) not in (cst.List, cst.Tuple):
+            return False
+        return any(type(e) is cst.Element and self.is_layer_value(e.value) for e in layers.elements)  # type: ignore[union-attr]
 
     # -- reads ------------------------------------------------------------------------------
-    def reads(self, func: FuncNode, record: CustomGradient, created_ok: bool = True) -> list[VariableRead]:
-        """Variable reads in ``func``'s own body (nested functions excluded)."""
+    def reads(self, func: FuncNode, record: CustomGradient, created_ok: bool = True,
+              helpers: int = 0) -> list[VariableRead]:
+        """Variable reads in ``func``'s own body (nested functions excluded), and in the plain
+        module-level functions of the file it calls, ``helpers`` calls deep (TF watches every
+        variable read while the forward runs, wherever the read is)."""
         found: list[VariableRead] = []
         seen: set[str] = set()
-        for node, text, kind in self._candidates(func, created_ok):
+        candidates = self._candidates(func, created_ok)
+        if helpers:
+            candidates = chain(candidates, self._helper_candidates(func, helpers, record))
+        for node, text, kind in candidates:
             if text in seen or _passed_positionally(record, text):
                 continue
             seen.add(text)
             found.append(VariableRead(anchor=node, locate=self.ix.position, text=text, kind=kind))
         return found
+
+    def _helper_candidates(self, func: FuncNode, depth: int, record: CustomGradient
+                           ) -> Iterator[tuple[cst.CSTNode, str, str]]:
+        """Module-level variables and weights read by the file's plain module-level functions that
+        ``func`` calls (not the custom gradients themselves), ``depth`` calls deep."""
+        visited: set[int] = {id(record.node)}
+        level: list[FuncNode] = [func]
+        for _ in range(depth):
+            following: list[FuncNode] = []
+            for body in level:
+                for node in self.ix.walk.function_nodes(body):
+                    if type(node) is not cst.Call or type(node.func) is not cst.Name:
+                        continue
+                    helper = self._module_helper(node.func)
+                    if helper is None or id(helper) in visited:
+                        continue
+                    visited.add(id(helper))
+                    following.append(helper)
+                    for found, text, kind in self._candidates(helper, created_ok=False):
+                        yield found, text, "helper" if kind == "variable" else kind
+            level = following
+
+    def _module_helper(self, name: cst.Name) -> cst.FunctionDef | None:
+        found = self.ix.lookup_function(name)
+        if len(found) != 1 or type(found[0]) is not cst.FunctionDef or found[0].decorators:
+            return None
+        helper = found[0]
+        if self.ix.enclosing(helper, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not None:
+            return None
+        if any(self.ix.is_custom_gradient(d.decorator) for d in helper.decorators):
+            return None
+        return helper
 
     def _candidates(self, func: FuncNode, created_ok: bool) -> Iterator[tuple[cst.CSTNode, str, str]]:
         # every node here is in func's own body, so func is where its names are looked up; the
@@ -378,6 +465,65 @@ class VariableFinder:
         return False
 
 
+def keras3_weight_inputs(index: FileIndex, record: CustomGradient) -> list[tuple[cst.Arg, str]]:
+    """Calls in the file that pass a Keras 3 weight of the layer (``self.kernel`` of a class based
+    on ``keras.``) positionally, for an input the forward reads: (the argument, the input's name).
+    A Keras 3 variable is no ``tf.Variable``: eagerly TF watches the ``tf.Variable`` behind it,
+    which is not the input, so it counts as a variable the forward reads; traced, the input is
+    converted to a tensor first and nothing is watched."""
+    finder = VariableFinder(index)
+    forward_names = {n.value for b in all_bodies(index, record) if not b.in_grad
+                     for n in index.walk.function_nodes(b.func) if type(n) is cst.Name}
+    params = record.signature.names
+    out: list[tuple[cst.Arg, str]] = []
+    for site in record.call_sites:
+        if site.has_star or site.via_partial:
+            continue
+        for position, arg in enumerate(site.positional):
+            value = arg.value
+            if position >= len(params) or params[position] not in forward_names or type(value) is not cst.Attribute:
+                continue
+            if finder._self_attr_kind(value) != "variable":
+                continue
+            cls = finder._class_of_self(value.value)  # type: ignore[arg-type]
+            if cls is not None and _keras3_class(index, cls) and _keras_weight(index, finder, cls, value.attr.value):
+                out.append((arg, params[position]))
+    return out
+
+
+_KERAS_VARIABLES = frozenset({"keras.Variable", "keras.src.backend.Variable", "keras.variables.Variable"})
+
+
+def _keras_weight(index: FileIndex, finder: VariableFinder, cls: cst.ClassDef, attr: str) -> bool:
+    """``self.<attr>`` is made by Keras: ``add_weight`` or ``keras.Variable`` (a ``tf.Variable``
+    assigned to a Keras 3 layer stays a ``tf.Variable``, which TF matches to the input)."""
+    values = [v for a, v in finder._self_assignments(cls) if a == attr]
+    if not values:
+        return attr in INHERITED_WEIGHTS and finder._is_keras_layer_subclass(cls)
+    return all(type(v) is cst.Call and (
+        type(v.func) is cst.Attribute and v.func.attr.value in _WEIGHT_METHODS
+        or call_name(v, index.qualnames) in _KERAS_VARIABLES) for v in values)
+
+
+def _keras3_class(index: FileIndex, cls: cst.ClassDef) -> bool:
+    """A class based directly on standalone Keras (``import keras``: Keras 3 with TF 2.16+)."""
+    return any(name.startswith("keras.") and not name.startswith("keras.src.legacy")
+               for base in cls.bases for name in index.qualnames(base.value))
+
+
+def _return_values(index: FileIndex, func: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """What a plain function returns; empty when one return is bare or it is a generator."""
+    out = []
+    for node in index.walk.own_nodes(func.body):
+        if type(node) in (cst.Yield, cst.Await):
+            return []
+        if type(node) is cst.Return:
+            if node.value is None:
+                return []
+            out.append(node.value)
+    return out
+
+
 def _class_fields(cls: cst.ClassDef) -> list[tuple[str, cst.BaseExpression | None]]:
     """Class-level fields in order: ``x: T = default`` (a dataclass field; ``field(default=...)``
     and ``field(default_factory=lambda: ...)`` give their value) and ``x = value``."""
@@ -443,7 +589,7 @@ def add_variable_reads(index: FileIndex, records: list[CustomGradient]) -> None:
     grad_finder = VariableFinder(index, trainable_only=False)
     for record in records:
         forward, grads = _run_times(index, record)
-        record.variable_reads = _merged(forward_finder.reads(f, record) for f in forward)
+        record.variable_reads = _merged(forward_finder.reads(f, record, helpers=2) for f in forward)
         for grad in record.grads:
             grad.variable_reads = _merged(grad_finder.reads(f, record, created_ok=False) for f in grads[id(grad.node)])
 

@@ -76,7 +76,7 @@ class VariableRead(Located):
     """A trainable variable read in a body (``anchor`` is the expression that reads it)."""
 
     text: str = ""  # how the source spells it: `w`, `self.kernel`, `self.dense`
-    kind: str = "variable"  # variable | created | attribute | layer
+    kind: str = "variable"  # variable | created | attribute | layer | helper
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.counting import PRESENT, variables_branch
-from cg_lint.analyses.variable_reads import reads_no_variable
+from cg_lint.analyses.variable_reads import keras3_weight_inputs, reads_no_variable
 from cg_lint.codes import CG004
 from cg_lint.findings import Finding, Fix
 from cg_lint.model.records import CustomGradient, GradFn
@@ -27,6 +27,14 @@ class MissingVariablesArgument(Rule):
     `self.scale = tf.Variable(...)`, a dataclass field, `SimpleNamespace(w=tf.Variable(...))`), a
     Keras layer with weights called inside, or `tf.compat.v1.get_variable`; reads in functions the
     forward runs (a `tf.cond` branch, a local helper) count.
+
+    A Keras 3 weight (`self.add_weight` in a `keras.layers.Layer`) passed in as an input and read
+    in the forward is flagged too: it is no `tf.Variable`, so eagerly TF watches the `tf.Variable`
+    behind it, which is not the input, and raises the same `TypeError`; under `tf.function` the
+    input is converted to a tensor first and it works. Pass `tf.convert_to_tensor(self.kernel)`.
+    Reads count in the functions the forward runs: a `tf.cond` branch, a local helper, the file's
+    module-level functions it calls (two calls deep), a `keras.Sequential` listing a weighted
+    layer, and a variable a module-level function makes and returns.
 
     The other direction too: when the forward certainly reads no variable (it names only its own
     values, TensorFlow, NumPy, builtins and module constants), flags a grad whose `variables` has no
@@ -63,7 +71,8 @@ class MissingVariablesArgument(Rule):
             return dy * w_value, [dy * x for _ in variables]
         return x * w_value, grad
     ```
-    Or pass the variable in as an input (`scale(x, w)`): TF then treats it like any input.
+    Or pass the variable in as an input (`scale(x, w)`): TF then treats it like any input (a Keras 3
+    weight as `tf.convert_to_tensor(self.kernel)`).
 
     ## Fix safety
     Safe, and offered only when every `return` of grad already is `(input_grads, [variable_grads])`:
@@ -71,8 +80,9 @@ class MissingVariablesArgument(Rule):
     return the variables' gradients, which has to be written by hand.
 
     ## Known limitations
-    Variables read through helper functions, containers other than literal lists, or attributes of
-    objects other than `self` and module-level (or enclosing) objects built in the file are not seen.
+    Variables read through helper functions of other modules, containers other than literal lists,
+    or attributes of objects other than `self` and module-level (or enclosing) objects built in the
+    file are not seen.
     `trainable=` set to a non-literal value is treated as non-trainable.
     """
 
@@ -187,6 +197,59 @@ def scaled(x):
     return x * settings.scale, lambda dy: dy * settings.scale
 
 # tf: grad(scaled, [1.0, 2.0]) => both ok
+""",
+        """
+import keras
+import tensorflow as tf
+
+counter = tf.Variable(0.0, trainable=False)  # not watched by TF
+
+def _offset(v):
+    return v + counter
+
+def _shifted(v):
+    return _offset(v) * 2.0
+
+class Scale(keras.layers.Layer):
+    def build(self, shape):
+        self.k = self.add_weight(shape=(), initializer="ones")
+        self.act = keras.Sequential([keras.layers.ReLU(), keras.layers.Dropout(0.1)])  # no weights
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v, k):
+            y = self.act(_shifted(v)) * k
+            return y, lambda dy: (dy * 2.0 * k, tf.reduce_sum(dy * y))
+        return f(x, tf.convert_to_tensor(self.k))  # a tensor, not the Keras variable
+
+layer = Scale()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both ok [2.0, 2.0]
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Scale(keras.layers.Layer):
+    def __init__(self):
+        super().__init__()
+        self.k = tf.Variable(1.0)  # a tf.Variable stays one on a Keras 3 layer: TF matches it to the input
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v, k):
+            return v * k, lambda dy: (dy * k, tf.reduce_sum(dy * v))
+        return f(x, self.k)
+
+layer = Scale()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both ok [1.0, 1.0]
 """,
     )
     INVALID = (
@@ -396,11 +459,77 @@ def scaled(x):
 
 # tf: grad(scaled, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
 """,
+        """
+import keras
+import tensorflow as tf
+
+class Scale(keras.layers.Layer):
+    def build(self, shape):
+        self.k = self.add_weight(shape=(), initializer="ones")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v, k):
+            return v * k, lambda dy: (dy * k, tf.reduce_sum(dy * v))  # expect: CG004
+        return f(x, self.k)  # a Keras 3 variable, not a tf.Variable
+
+layer = Scale()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => eager raises must accept keyword argument 'variables'; graph ok [1.0, 1.0]
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0)
+
+def _scaled(v):
+    return v * w  # read two calls below the forward
+
+def _affine(v):
+    return _scaled(v) + 1.0
+
+@tf.custom_gradient
+def affine(x):
+    return _affine(x), lambda dy: dy * 2.0  # expect: CG004
+
+# tf: grad(affine, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import keras
+import tensorflow as tf
+
+mlp = keras.Sequential([keras.layers.Dense(1), keras.layers.ReLU()])
+mlp.build((None, 1))
+
+@tf.custom_gradient
+def projected(x):
+    return mlp(x), lambda dy: dy  # expect: CG004
+
+# tf: grad(projected, [[1.0]]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import tensorflow as tf
+
+def make_gain():
+    gain = tf.Variable(3.0)
+    return gain
+
+@tf.custom_gradient
+def amplified(x):
+    g = make_gain()
+    return x * g, lambda dy: dy * 3.0  # expect: CG004
+
+# tf: call(amplified, [1.0, 2.0]) => eager raises must accept keyword argument 'variables'
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         for record in ctx.records:
             if not record.variable_reads:
+                yield from self._keras3_weights(ctx, record)
                 yield from self._without_variables(ctx, record)
                 continue
             for grad in record.grads:
@@ -414,6 +543,24 @@ def scaled(x):
                     f"keyword argument 'variables'); add variables=None and return (input_grads, variable_grads)"),
                     record.qualname, _add_variables_fix(ctx, grad))
 
+
+    def _keras3_weights(self, ctx: LintContext, record: CustomGradient) -> Iterator[Finding]:
+        """A Keras 3 weight passed as an input and read in the forward: eagerly TF watches the
+        tf.Variable behind it, which is not the input, and wants grad to take ``variables``."""
+        passed = keras3_weight_inputs(ctx.index, record)
+        if not passed:
+            return
+        arg, param = passed[0]
+        for grad in record.grads:
+            if grad.accepts_variables or grad.is_custom_gradient:
+                continue
+            text = describe(arg.value)
+            yield self.finding(ctx, grad.line, grad.column, (
+                f"'{record.name}' is passed the Keras 3 weight {text} as its input '{param}' and reads it: a Keras 3 "
+                f"variable is not a tf.Variable, so eagerly TF watches the tf.Variable behind it, which is not the "
+                f"input, and raises TypeError at the forward call (grad_fn must accept keyword argument "
+                f"'variables'); under tf.function it works. Pass tf.convert_to_tensor({text}) instead"),
+                record.qualname)
 
     def _without_variables(self, ctx: LintContext, record: CustomGradient) -> Iterator[Finding]:
         """A forward that certainly reads no variable: TF calls grad(*upstreams) alone, so a

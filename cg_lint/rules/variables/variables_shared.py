@@ -13,7 +13,7 @@ from cg_lint.rules.base import LintContext
 from cg_lint.syntax.environments import literal_binding
 
 _KINDS = {"variable": "tf.Variable", "created": "tf.Variable created inside", "attribute": "variable attribute",
-          "layer": "Keras layer with weights"}
+          "layer": "Keras layer with weights", "helper": "tf.Variable read in a helper"}
 
 
 def listing(reads: list[VariableRead], limit: int = 3) -> str:
