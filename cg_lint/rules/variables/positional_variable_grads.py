@@ -18,7 +18,8 @@ class PositionalVariableGrads(Rule):
 
     ## What it does
     Flags a grad that returns its variable gradients as a literal list of two or more different
-    entries, when the forward reads variables.
+    entries, when the forward reads variables; and one that looks them up by a short weight name
+    (`{"kernel": g_k, "bias": g_b}[v.name]`, or `.get(v.name)`, for `v` in `variables`).
 
     ## Why is this bad?
     The order of `variables` is not the order in which the forward reads them. Eagerly it comes from
@@ -55,7 +56,8 @@ class PositionalVariableGrads(Rule):
     No automatic fix.
 
     ## Known limitations
-    Lists built in a loop (`grads.append(...)`) in read order are not detected.
+    Lists built in a loop (`grads.append(...)`) in read order are not detected, nor dicts keyed by
+    a Keras 3 weight's `.name` (`{self.kernel.name: ...}`, a short name too).
     """
 
     code = CG007
@@ -112,6 +114,21 @@ def f(x):
     def grad(dy, variables=None):
         return dy, [tf.reduce_sum(dy * x)]  # one variable: nothing to mix up
     return x * w, grad
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+
+@tf.custom_gradient
+def scaled(x):
+    def grad(dy, variables=None):
+        by_name = {"w:0": tf.reduce_sum(dy * x)}  # the full name TF's variables carry
+        by_ref = {w.ref(): tf.reduce_sum(dy * x)}
+        return dy * w, [by_name[v.name] + 0.0 * by_ref[v.ref()] for v in variables]
+    return x * w, grad
+
+# tf: var_grads(scaled, [1.0, 2.0], [w]) => both ok [3.0]
 """,
     )
     INVALID = (
@@ -171,12 +188,63 @@ class Affine(tf.Module):
             return x * self.w + self.b, grad
         return f(x)
 """,
+        """
+import keras
+import tensorflow as tf
+
+class Affine(keras.layers.Layer):
+    def build(self, shape):
+        self.kernel = self.add_weight(shape=(), initializer="ones", name="kernel")
+        self.bias = self.add_weight(shape=(), initializer="zeros", name="bias")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            def grad(dy, variables=None):
+                by_name = {"kernel": tf.reduce_sum(dy * v), "bias": tf.reduce_sum(dy)}
+                return dy * self.kernel, [by_name[u.name] for u in variables]  # expect: CG007
+            return v * self.kernel + self.bias, grad
+        return f(x)
+
+layer = Affine()
+layer.build(())
+
+def use(x):
+    return layer(x)
+
+# tf: var_grads(use, [1.0, 2.0], layer.trainable_variables) => both raises KeyError: 'affine
+""",
+        """
+import tensorflow as tf
+
+w = tf.Variable(2.0, name="w")
+
+@tf.custom_gradient
+def scaled(x):
+    def grad(dy, variables=None):
+        by_name = {"w": tf.reduce_sum(dy * x)}
+        return dy * w, [by_name.get(v.name) for v in variables]  # expect: CG007
+    return x * w, grad
+
+# tf: var_grads(scaled, [1.0, 2.0], [w]) => both wrong [3.0]
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
         module = cst.Module(body=[])
         for record in ctx.records:
             for grad in pair_grads(record):
+                for node, keys in _short_name_lookups(ctx, grad.node):
+                    line, column = statement_position(ctx, node)
+                    how = "gives those variables no gradient (None)" if type(node) is cst.Call else (
+                        "raises KeyError")
+                    yield self.finding(ctx, line, column, (
+                        f"grad of '{record.name}' looks its variable gradients up by name "
+                        f"({describe(cast(cst.BaseExpression, node))}) in a "
+                        f"dict keyed by short names ({keys}), but the variables TF passes are tf.Variables named "
+                        f"in full ('layer/kernel:0'), never a Keras weight's short name: this {how}, eagerly and "
+                        f"under tf.function; key the dict by v.ref() (w.ref() for each weight) or match v is w"),
+                        record.qualname)
                 for site in grad.returns:
                     elements = literal_elements(resolved_literal(site.value, ctx))
                     if elements is None or len(elements) != 2:
@@ -227,6 +295,63 @@ def _reads_variables(ctx: LintContext, test: cst.BaseExpression) -> bool:
         if type(node) is cst.CompFor and type(node.iter) is cst.Name and node.iter.value == "variables":
             return True
     return False
+
+
+def _short_name_lookups(ctx: LintContext, grad: cst.CSTNode) -> Iterator[tuple[cst.CSTNode, str]]:
+    """``table[v.name]`` / ``table.get(v.name)`` for ``v`` iterating ``variables``, where ``table``
+    is a dict literal keyed only by strings without ``:`` (a variable's name always has one)."""
+    for node in ctx.index.walk.walk(grad):
+        if type(node) is cst.Subscript and len(node.slice) == 1 and type(node.slice[0].slice) is cst.Index:
+            table, key = node.value, node.slice[0].slice.value
+        elif (type(node) is cst.Call and type(node.func) is cst.Attribute and node.func.attr.value == "get"
+              and node.args and node.args[0].keyword is None):
+            table, key = node.func.value, node.args[0].value
+        else:
+            continue
+        if type(key) is not cst.Attribute or key.attr.value != "name" or type(key.value) is not cst.Name:
+            continue
+        if not _iterates_variables(ctx, key.value):
+            continue
+        keys = _short_keys(ctx, table)
+        if keys:
+            yield node, keys
+
+
+def _iterates_variables(ctx: LintContext, name: cst.Name) -> bool:
+    """``name`` is the target of a loop or comprehension over ``variables`` around it."""
+    node: cst.CSTNode | None = name
+    while node is not None:
+        parent = ctx.index.parent(node)
+        if type(parent) in (cst.ListComp, cst.GeneratorExp, cst.DictComp, cst.SetComp):
+            fors = ctx.index.walk.walk(parent.for_in)  # type: ignore[attr-defined]
+            if any(type(f) is cst.CompFor and type(f.target) is cst.Name and f.target.value == name.value
+                   and type(f.iter) is cst.Name and f.iter.value == "variables" for f in fors):
+                return True
+        if type(parent) is cst.For and type(parent.target) is cst.Name and parent.target.value == name.value:
+            return type(parent.iter) is cst.Name and parent.iter.value == "variables"
+        if type(parent) in (cst.FunctionDef, cst.Lambda):
+            return False
+        node = parent
+    return False
+
+
+def _short_keys(ctx: LintContext, table: cst.BaseExpression) -> str | None:
+    """The keys of a dict literal (or a name bound once to one), when all are strings without ':'."""
+    if type(table) is cst.Name:
+        owner = ctx.index.enclosing(table, (cst.FunctionDef, cst.Lambda))
+        values = ctx.index.env_for(owner).lookup(table.value) or []
+        table = values[0] if len(values) == 1 and isinstance(values[0], cst.BaseExpression) else table
+    if type(table) is not cst.Dict or not table.elements:
+        return None
+    keys = []
+    for element in table.elements:
+        if type(element) is not cst.DictElement or type(element.key) is not cst.SimpleString:
+            return None
+        text = element.key.evaluated_value
+        if not isinstance(text, str) or ":" in text:
+            return None
+        keys.append(repr(text))
+    return ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
 
 
 # collections of a layer's or module's variables in its own order, not TF's
