@@ -342,3 +342,45 @@ def test_flake8_and_the_cli_agree_on_the_project(tmp_path: Path, capsys: pytest.
                          cwd=root, capture_output=True, text=True, env=env, timeout=300)
     shown = [(int(line.split(":")[1]), line.split(": ")[1].split()[0]) for line in run.stdout.splitlines()]
     assert shown == cli == ([(10, "CG009")] if traced else [])
+
+
+NUMPY_OPS = """
+    import numpy as np
+    import tensorflow as tf
+
+
+    def _noise(a):
+        return a + np.random.normal(size=a.shape)
+
+
+    @tf.custom_gradient
+    def noisy(x):
+        y = tf.numpy_function(_noise, [x], tf.float32)
+        width = y.shape[-1] * 2
+        return y, lambda dy: dy
+"""
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_numpy_function_rules_follow_the_trace_context(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       traced: bool) -> None:
+    """CG016 and CG017 fail only when traced: a script that calls the definition eagerly gets
+    neither, a tf.function in another module gets both, and the message says where from."""
+    run = """
+        import tensorflow as tf
+        from ops import noisy
+
+        @tf.function
+        def step(x):
+            return noisy(x)
+    """ if traced else """
+        import tensorflow as tf
+        from ops import noisy
+
+        print(noisy(tf.constant([1.0, 2.0])))
+    """
+    root = _tree(tmp_path, {"ops.py": NUMPY_OPS, "run.py": run})
+    found = _findings(capsys, str(root))
+    assert [f["code"] for f in found] == (["CG016", "CG017"] if traced else [])
+    assert all("reached from tf.function `step`" in f["message"] for f in found)
+    assert _codes(capsys, "--trace-context", "always", str(root)) == ["CG016", "CG017"]
