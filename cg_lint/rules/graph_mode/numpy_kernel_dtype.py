@@ -129,6 +129,20 @@ def f(x):
     y = tf.numpy_function(lambda a: a * np.float32(2.0), [x], Tout=x.dtype)  # Tout follows x
     return y, lambda dy: dy * 2.0
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+def _split(a):
+    return a * 2.0, np.linspace(0.0, 1.0, a.size)  # the float64 goes where Tout says float64
+
+@tf.custom_gradient
+def halves(x):
+    doubled, ramp = tf.numpy_function(_split, [x], [tf.float32, tf.float64])
+    return doubled + tf.cast(ramp, tf.float32) * 0.0, lambda dy: dy * 2.0
+
+# tf: grad(halves, [1.0, 2.0]) => both ok [2.0, 2.0]
+""",
     )
     INVALID = (
         """
@@ -172,6 +186,21 @@ def scaled(x):
     y = tf.numpy_function(lambda a: a * np.float64(0.5), [x], tf.float32)  # expect: CG016
     w = tf.numpy_function(lambda a: float(a.sum()), [x], "float32")  # expect: CG016
     return y + w, lambda dy: dy * 0.5
+""",
+        """
+import numpy as np
+import tensorflow as tf
+
+def _split(a):
+    ramp = np.linspace(0.0, 1.0, a.size)
+    return a * 2.0, ramp
+
+@tf.custom_gradient
+def halves(x):
+    doubled, ramp = tf.numpy_function(_split, [x], [tf.float32, tf.float32])  # expect: CG016
+    return doubled + ramp * 0.0, lambda dy: dy * 2.0
+
+# tf: grad(halves, [1.0, 2.0]) => eager raises AddV2; graph raises 1-th value returned by pyfunc
 """,
     )
 
