@@ -47,6 +47,11 @@ def message(exc: BaseException) -> str:
             lines = [lines[inner[-1]].split(": ", 1)[1]] + lines[inner[-1] + 1:]
     if lines and lines[0].startswith("Exception encountered when calling"):
         lines = lines[1:]
+    if lines and lines[0] == "Graph execution error:":
+        # the failing op's own message is the line above its "[[{{node ...}}]]" trailer
+        trailer = next((i for i, ln in enumerate(lines) if ln.startswith("[[{{node")), 0)
+        if trailer > 1:
+            lines = lines[trailer - 1:]
     first = lines[0] if lines else ""
     end = re.search(r"(?<=[a-z)`'\]])\. ", first)
     if end and end.start() > 20 and len(first) > 160:
