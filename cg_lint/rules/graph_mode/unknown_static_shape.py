@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from cg_lint.analyses.leaves import call_name
-from cg_lint.analyses.tensors import body_nodes
+from cg_lint.analyses.tensors import body_nodes, return_values
 from cg_lint.codes import CG017
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient, FuncNode
@@ -121,6 +121,22 @@ def caller(x):
 
 # tf: grad(caller, [-1.0, 2.0]) => both ok [-1.0, 1.0]
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+def _sorted(x):
+    y = tf.numpy_function(np.sort, [x], tf.float32)
+    y.set_shape(x.shape)  # the helper gives its result a shape
+    return y
+
+@tf.custom_gradient
+def sort_values(x):
+    y = _sorted(x)
+    return y * tf.ones([y.shape[0]]), lambda dy: dy
+
+# tf: grad(sort_values, [2.0, 1.0]) => both ok [1.0, 1.0]
+""",
     )
     INVALID = (
         """
@@ -166,6 +182,27 @@ def stats(x):
 
 # tf: grad(stats, [1.0, 2.0]) => eager ok [5.0, 5.0]; graph raises as_list() is not defined on an unknown TensorShape
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+def _sorted(x):
+    return tf.numpy_function(np.sort, [x], tf.float32)
+
+@tf.custom_gradient
+def sort_values(x):
+    y = _sorted(x)
+    return y * tf.ones([y.shape[0]]), lambda dy: dy  # expect: CG017
+
+@tf.custom_gradient
+def sorted_output(x):
+    def grad(dy):
+        return tf.reshape(dy, [dy.shape[0]])  # expect: CG017
+    return _sorted(x), grad
+
+# tf: grad(sort_values, [2.0, 1.0]) => eager ok [1.0, 1.0]; graph raises Expected int32, but got None
+# tf: grad(sorted_output, [2.0, 1.0]) => eager ok [1.0, 1.0]; graph raises [None]
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -198,29 +235,64 @@ def stats(x):
                         yield finding
 
 
-def _py_function_call(index: FileIndex, expr: cst.BaseExpression | None) -> bool:
-    """A call of tf.numpy_function/tf.py_function (or an item of its list result)."""
+def _py_function_call(index: FileIndex, expr: cst.BaseExpression | None) -> str | None:
+    """``tf.numpy_function`` when ``expr`` is a call of it (or of tf.py_function..., or an item of
+    its list result)."""
     if type(expr) is cst.Subscript:
         expr = expr.value
     if type(expr) is not cst.Call:
-        return False
+        return None
     name = call_name(expr, index.qualnames) or ""
-    return name.startswith("tensorflow.") and name.rsplit(".", 1)[-1] in _PY_FUNCTIONS
+    last = name.rsplit(".", 1)[-1]
+    return f"tf.{last}" if name.startswith("tensorflow.") and last in _PY_FUNCTIONS else None
+
+
+def _shapeless(index: FileIndex, expr: cst.BaseExpression | None) -> str | None:
+    """Where a value without a static shape comes from: a py_function call, or a call of a plain
+    module-level function of the file that returns one (one call deep, not given a shape there)."""
+    direct = _py_function_call(index, expr)
+    if direct is not None:
+        return f"comes from {direct}"
+    if type(expr) is not cst.Call or type(expr.func) is not cst.Name:
+        return None
+    found = index.lookup_function(expr.func)
+    if len(found) != 1 or type(found[0]) is not cst.FunctionDef or found[0].decorators:
+        return None
+    helper = found[0]
+    if index.enclosing(helper, (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not None:
+        return None
+    returns = return_values(index, helper)
+    env = index.env_for(helper)
+    origins = set()
+    for value in returns:
+        origin = _py_function_call(index, value)
+        if origin is None and type(value) is cst.Name:
+            bound = env.bindings.get(value.value) or []
+            kinds = {_py_function_call(index, b) if isinstance(b, cst.BaseExpression) else None for b in bound}
+            origin = kinds.pop() if len(kinds) == 1 else None
+        if origin is None:
+            return None
+        origins.add(origin)
+    if not origins or _shaped_names(index, [(helper, "")]):
+        return None  # a helper that gives something a shape: unsure
+    return f"comes from {origins.pop()} in helper '{helper.name.value}'" if len(origins) == 1 else None
 
 
 def _unknown_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]) -> dict[tuple[int, str], str]:
-    """(id of the binding function, name) -> which call made it, for names every binding of which
-    is a py_function result (``y = tf.numpy_function(...)``, ``a, b = tf.numpy_function(...)``)."""
+    """(id of the binding function, name) -> where its value comes from, for names every binding
+    of which has no static shape (``y = tf.numpy_function(...)``, ``a, b = tf.numpy_function(...)``,
+    ``y = helper(x)`` of a helper returning one)."""
     found: dict[tuple[int, str], str] = {}
     counts: dict[tuple[int, str], int] = {}
     for func, _ in bodies:
         if type(func) is not cst.FunctionDef:
             continue
         for node in body_nodes(func, index):
-            if type(node) is not cst.Assign or not _py_function_call(index, node.value):
+            if type(node) is not cst.Assign:
                 continue
-            value = node.value.value if type(node.value) is cst.Subscript else node.value
-            callee = (call_name(value, index.qualnames) or "").rsplit(".", 1)[-1]  # type: ignore[arg-type]
+            origin = _shapeless(index, node.value)
+            if origin is None:
+                continue
             for target in node.targets:
                 bound = target.target
                 names = [bound] if type(bound) is cst.Name else [
@@ -228,7 +300,7 @@ def _unknown_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]) -> dict
                 for name in names:
                     if type(name) is cst.Name:
                         key = (id(func), name.value)
-                        found[key] = f"comes from tf.{callee}"
+                        found[key] = origin
                         counts[key] = counts.get(key, 0) + 1
     env_of = {id(func): index.env_for(func) for func, _ in bodies}
     return {key: why for key, why in found.items()
@@ -285,9 +357,9 @@ def _unknown_upstream(ctx: LintContext, record: CustomGradient, unknown: dict[tu
 
 def _made_by(index: FileIndex, expr: cst.BaseExpression, unknown: dict[tuple[int, str], str],
              func: FuncNode) -> str | None:
-    if _py_function_call(index, expr):
-        value = expr.value if type(expr) is cst.Subscript else expr
-        return f"comes from tf.{(call_name(value, index.qualnames) or '').rsplit('.', 1)[-1]}"  # type: ignore[arg-type]
+    origin = _shapeless(index, expr)
+    if origin is not None:
+        return origin
     return unknown.get((id(func), expr.value)) if type(expr) is cst.Name else None
 
 
