@@ -54,6 +54,8 @@ _LAYER_MODULES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers
                   "tensorflow.python.keras.layers.")
 _LAYER_BASES = ("keras.layers.", "keras.src.layers.", "tensorflow.keras.layers.", "tf_keras.layers.",
                 "tensorflow.compat.v1.keras.layers.", "keras.Layer")
+# a layer's or module's collections of all its weights
+_ALL_WEIGHTS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
 _SEQUENTIAL = frozenset({"keras.Sequential", "keras.models.Sequential", "tensorflow.keras.Sequential",
                          "tensorflow.keras.models.Sequential", "tf_keras.Sequential", "tf_keras.models.Sequential",
                          "keras.src.models.Sequential"})
@@ -221,6 +223,8 @@ class VariableFinder:
                 kind = self._name_kind(cast(cst.Name, node), owner=func)
                 if kind in reads and self._is_load(node):
                     yield node, node.value, cast(str, kind)  # one of reads
+            elif kind_of is cst.Attribute and self._all_weights_read(cast(cst.Attribute, node), func):
+                yield node, _text(node), "attribute"
             elif kind_of is cst.Attribute:
                 is_variable = (self._self_attr_kind(cast(cst.Attribute, node), func) == "variable"
                                or self._object_attr_kind(node, func) == "variable"  # type: ignore[arg-type]
@@ -301,8 +305,8 @@ class VariableFinder:
             if isinstance(value, Unknown) or not isinstance(value, cst.CSTNode):
                 return None
             if element:
-                listed = type(value) in (cst.List, cst.Tuple) and value.elements and all(
-                    self.is_variable_value(e.value) for e in value.elements if type(e) is cst.Element)
+                listed = type(value) in (cst.List, cst.Tuple, cst.Dict) and self._variable_list(
+                    cast(cst.BaseExpression, value))
                 if listed or type(value) is cst.ListComp and self.is_variable_value(value.elt):
                     kinds.add("variable")
                 else:
@@ -336,6 +340,49 @@ class VariableFinder:
         if attr.attr.value in facts.lists:
             return "variables"
         return None
+
+    def _all_weights_read(self, attr: cst.Attribute, owner: cst.CSTNode | None) -> bool:
+        """``self.trainable_variables`` (``trainable_weights``, ``weights``, ``variables``) of a
+        class with weights, iterated or handed to a TF op: every weight is read (``len()`` is not
+        a read)."""
+        if attr.attr.value not in _ALL_WEIGHTS or type(attr.value) is not cst.Name:
+            return False
+        parent = self.ix.parent(attr)
+        if type(parent) in (cst.For, cst.CompFor):
+            used = parent.iter is attr and self._element_read(parent)  # type: ignore[union-attr,arg-type]
+        elif type(parent) is cst.Arg:
+            call = self.ix.parent(parent)
+            name = call_name(call, self.ix.qualnames) or "" if type(call) is cst.Call else ""
+            used = name.startswith("tensorflow.") and ".nest." not in name
+        else:
+            used = False
+        if not used:
+            return False
+        key = (id(owner), attr.value.value)
+        cls = self._selves[key] if key in self._selves else self._class_of_self(attr.value)
+        self._selves[key] = cls
+        if cls is None:
+            return False
+        facts = self._class_facts(cls)
+        return bool(facts.variables or facts.layers or facts.lists)
+
+    def _element_read(self, loop: cst.For | cst.CompFor) -> bool:
+        """The loop's element is used as a value (not only for its ``.name`` or ``.shape``)."""
+        if type(loop.target) is not cst.Name:
+            return False
+        target = loop.target.value
+        scope: cst.CSTNode | None = loop.body if type(loop) is cst.For else self.ix.parent(loop)
+        while type(scope) is cst.CompFor:
+            scope = self.ix.parent(scope)
+        if scope is None:
+            return False
+        for node in self.ix.walk.walk(scope):
+            if type(node) is cst.Name and node.value == target and node is not loop.target:
+                parent = self.ix.parent(node)
+                metadata = type(parent) is cst.Attribute and parent.value is node and parent.attr.value in _NON_READS
+                if not metadata and not (type(parent) is cst.CompFor and parent.target is node):
+                    return True
+        return False
 
     def _sublayer_weight(self, attr: cst.Attribute, owner: cst.CSTNode | None) -> bool:
         """``self.embedding.embeddings``, ``self.dense.kernel``: a weight of a Keras layer that the
@@ -437,6 +484,12 @@ class VariableFinder:
     def _variable_list(self, value: cst.BaseExpression) -> bool:
         if type(value) in (cst.ListComp, cst.GeneratorExp):
             return self.is_variable_value(value.elt)  # type: ignore[union-attr]
+        if type(value) is cst.DictComp:
+            return self.is_variable_value(value.value)  # type: ignore[union-attr]
+        if type(value) is cst.Dict:  # {"a": tf.Variable(...), ...}: read as self.ws["a"]
+            entries = [e.value for e in value.elements if type(e) is cst.DictElement]  # type: ignore[union-attr]
+            return bool(entries) and len(entries) == len(value.elements) and all(  # type: ignore[union-attr]
+                self.is_variable_value(e) for e in entries)
         if type(value) in (cst.List, cst.Tuple):
             elements = [e.value for e in value.elements if type(e) is cst.Element]  # type: ignore[union-attr]
             return bool(elements) and all(self.is_variable_value(e) for e in elements)

@@ -19,7 +19,8 @@ rule that reads more must extend this):
   that mention ``Variable``/``add_weight`` (a module-level object built from one may hold
   variables); and statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
-  are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
+  are named like (properties) a ``self.x`` a full member reads (any, when it reads
+  ``self.trainable_variables`` or the like) become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
   indentation on its own lines (what ``VariableFinder._class_facts`` reads), or ``...``. Grad
   methods and call-form targets are full as defs named above.
@@ -39,6 +40,8 @@ _WORD = re.compile(r"\w+")
 # `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
 _EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
 _CALLED = re.compile(r"\b(\w+)\s*\(")
+# a class's collections of all its weights: a member reading one reads every `self.x = ...`
+_ALL_WEIGHTS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
 # a tf.numpy_function kernel named as its first argument: CG016 reads its returns
 _KERNEL = re.compile(r"\b(?:numpy_function|py_func)\s*\(\s*(?:func\s*=\s*)?(\w+)")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
@@ -295,9 +298,11 @@ class _Reduction:
                     if m.state == _FULL and id(m) not in done:
                         done.add(id(m))
                         reads |= set(_SELF_ATTR.findall(text, starts[m.first - 1], starts[m.last]))
+                every = not reads.isdisjoint(_ALL_WEIGHTS)  # self.trainable_variables reads every store
                 for m in unit.members:
                     if m.state == _BLANK and (m.name in reads or not self.unit_words(m).isdisjoint(reads)
-                                              and not self.stored(m).isdisjoint(reads)):
+                                              and not self.stored(m).isdisjoint(reads)
+                                              or every and m.is_def and bool(self.stored(m))):
                         # the model reads a method kept for its name or its stores only for the
                         # `self.x = ...` assignments (class facts): keep those, unless that is unsafe
                         stores = _store_lines(m, self.lines, self.binders.keys()) if m.is_def and m.body_line else None

@@ -26,7 +26,9 @@ class MissingVariablesArgument(Rule):
     attribute of a module-level object that holds one (`config.scale` of a class that assigns
     `self.scale = tf.Variable(...)`, a dataclass field, `SimpleNamespace(w=tf.Variable(...))`), a
     Keras layer with weights called inside, or `tf.compat.v1.get_variable`; reads in functions the
-    forward runs (a `tf.cond` branch, a local helper) count.
+    forward runs (a `tf.cond` branch, a local helper) count, as do a dict of variables on `self`
+    (`self.ws["a"]`) and `self.trainable_variables` (or `trainable_weights`, `weights`, `variables`)
+    of a class with weights, iterated or handed to a TF op.
 
     A Keras 3 weight (`self.add_weight` in a `keras.layers.Layer`) passed in as an input and read
     in the forward is flagged too: it is no `tf.Variable`, so eagerly TF watches the `tf.Variable`
@@ -250,6 +252,29 @@ def use(x):
     return layer(x)
 
 # tf: grad(use, [1.0, 2.0]) => both ok [1.0, 1.0]
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Named(keras.layers.Layer):
+    def build(self, shape):
+        self.a = self.add_weight(shape=(), initializer="ones")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            names = [w.name for w in self.trainable_variables]  # names and a count read no value
+            scale = float(len(self.trainable_variables) + len(names))
+            return v * scale, lambda dy: dy * scale
+        return f(x)
+
+layer = Named()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both ok [2.0, 2.0]
 """,
     )
     INVALID = (
@@ -523,6 +548,46 @@ def amplified(x):
     return x * g, lambda dy: dy * 3.0  # expect: CG004
 
 # tf: call(amplified, [1.0, 2.0]) => eager raises must accept keyword argument 'variables'
+""",
+        """
+import keras
+import tensorflow as tf
+
+class Mix(keras.layers.Layer):
+    def build(self, shape):
+        self.a = self.add_weight(shape=(), initializer="ones")
+        self.b = self.add_weight(shape=(), initializer="ones")
+
+    def call(self, x):
+        @tf.custom_gradient
+        def f(v):
+            y = v
+            for w in self.trainable_variables:  # every weight is read
+                y = y * w
+            return y, lambda dy: dy  # expect: CG004
+        return f(x)
+
+layer = Mix()
+
+def use(x):
+    return layer(x)
+
+# tf: grad(use, [1.0, 2.0]) => both raises must accept keyword argument 'variables'
+""",
+        """
+import tensorflow as tf
+
+class Table(tf.Module):
+    def __init__(self):
+        self.ws = {"a": tf.Variable(1.0), "b": tf.Variable(2.0)}  # a dict of variables
+
+    def __call__(self, x):
+        @tf.custom_gradient
+        def f(v):
+            return v * self.ws["b"], lambda dy: dy * 2.0  # expect: CG004
+        return f(x)
+
+# tf: grad(Table(), [1.0, 2.0]) => both raises must accept keyword argument 'variables'
 """,
     )
 
