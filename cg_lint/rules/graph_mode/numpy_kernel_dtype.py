@@ -202,6 +202,22 @@ def halves(x):
 
 # tf: grad(halves, [1.0, 2.0]) => eager raises AddV2; graph raises 1-th value returned by pyfunc
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+def _ramp(a):
+    return np.linspace(0.0, 1.0, a.size)  # float64: its ends are Python numbers
+
+def _apply(v):
+    return v * tf.numpy_function(_ramp, [v], tf.float32)  # expect: CG016
+
+@tf.custom_gradient
+def ramped(x):
+    return _apply(x), lambda dy: dy
+
+# tf: call(ramped, [1.0, 2.0]) => eager raises cannot compute Mul; graph raises is double, but expects float
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
