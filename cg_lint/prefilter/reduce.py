@@ -43,7 +43,8 @@ _CALLED = re.compile(r"\b(\w+)\s*\(")
 # a class's collections of all its weights: a member reading one reads every `self.x = ...`
 _ALL_WEIGHTS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
 # a tf.numpy_function kernel named as its first argument: CG016 reads its returns
-_KERNEL = re.compile(r"\b(?:numpy_function|py_func)\s*\(\s*(?:func\s*=\s*)?(\w+)")
+_KERNEL = re.compile(r"\b(?:numpy_function|py_func)\s*\(\s*(?:func\s*=\s*)?"
+                     r"(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?(\w+)")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")

@@ -72,9 +72,9 @@ class NumpyKernelDtype(Rule):
     (`.astype(np.float32)`) is the author's choice.
 
     ## Known limitations
-    Only kernels defined in the file (a def or a lambda) and only `Tout` spelled as float32 (not
-    `x.dtype`) are checked; a kernel that calls TensorFlow, or whose result depends on its
-    parameters' dtypes, is left alone.
+    Only kernels defined in the file (a def, a lambda, or `functools.partial` of a def) and only
+    `Tout` spelled as float32 (not `x.dtype`) are checked; a kernel that calls TensorFlow, or whose
+    result depends on its parameters' dtypes, is left alone.
     """
 
     code = CG016
@@ -218,6 +218,21 @@ def ramped(x):
 
 # tf: call(ramped, [1.0, 2.0]) => eager raises cannot compute Mul; graph raises is double, but expects float
 """,
+        """
+import functools
+import numpy as np
+import tensorflow as tf
+
+def _noise(a, scale):
+    return a + scale * np.random.normal(size=a.shape)  # float64 whatever scale is
+
+@tf.custom_gradient
+def noisy(x):
+    y = tf.numpy_function(functools.partial(_noise, scale=0.0), [x], tf.float32)  # expect: CG016
+    return y, lambda dy: dy
+
+# tf: call(noisy, [1.0, 2.0]) => eager ok [1.0, 2.0]; graph raises is double, but expects float
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -250,6 +265,9 @@ def _float64_result(index: FileIndex, call: cst.Call) -> tuple[str, str] | None:
     tout = _arg(call, 2, "Tout")
     if kernel_arg is None or tout is None:
         return None
+    partial = type(kernel_arg) is cst.Call and call_name(kernel_arg, index.qualnames) == "functools.partial"
+    if partial and kernel_arg.args:  # type: ignore[union-attr]
+        kernel_arg = kernel_arg.args[0].value  # type: ignore[union-attr] # bound arguments: unknown either way
     if type(kernel_arg) is cst.Lambda:
         kernel: cst.FunctionDef | cst.Lambda = kernel_arg
         returns = [kernel_arg.body]
