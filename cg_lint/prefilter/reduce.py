@@ -15,15 +15,17 @@ rule that reads more must extend this):
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
   stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
   instead: defs that the roots and call sites name (helpers whose returns the tensor analysis
-  reads, one call deep; ``tf.numpy_function`` kernels, whose returns CG016 reads) and classes
-  that mention ``Variable``/``add_weight`` (a module-level object built from one may hold
-  variables); and statements calling ``run_functions_eagerly`` are roots;
+  reads, one call deep) and classes that mention ``Variable``/``add_weight`` (a module-level object
+  built from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
-  are named like (properties) a ``self.x`` a full member reads (any, when it reads
-  ``self.trainable_variables`` or the like) become skeletons: the header, the
+  are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
   indentation on its own lines (what ``VariableFinder._class_facts`` reads), or ``...``. Grad
   methods and call-form targets are full as defs named above.
+- for the rules that follow values further: the kernels of ``tf.numpy_function`` calls (named or
+  through ``functools.partial``) are kept whole like the helpers (CG016 reads their returns), and a
+  kept member reading ``self.trainable_variables`` (or the like) reads every ``self.x = ...`` of
+  its class, so those methods become skeletons too (CG004).
 """
 
 from __future__ import annotations
@@ -40,11 +42,6 @@ _WORD = re.compile(r"\w+")
 # `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
 _EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
 _CALLED = re.compile(r"\b(\w+)\s*\(")
-# a class's collections of all its weights: a member reading one reads every `self.x = ...`
-_ALL_WEIGHTS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
-# a tf.numpy_function kernel named as its first argument: CG016 reads its returns
-_KERNEL = re.compile(r"\b(?:numpy_function|py_func)\s*\(\s*(?:func\s*=\s*)?"
-                     r"(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?(\w+)")
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
@@ -57,6 +54,11 @@ _SELF_STORE = re.compile(
     r"|^[ \t]*(?:async\s+)?for\b[^\n]*?\b(?:self|cls)\s*\.\s*(\w+)"
     r"|^[ \t]*(?:self|cls)\s*\.\s*(\w+)\s*:"
     r"|\bas\s+(?:self|cls)\s*\.\s*(\w+)", re.M)
+# a tf.numpy_function kernel named as its first argument: CG016 reads its returns
+_KERNEL = re.compile(r"\b(?:numpy_function|py_func)\s*\(\s*(?:func\s*=\s*)?"
+                     r"(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?(\w+)")
+# a class's collections of all its weights: a member reading one reads every `self.x = ...`
+_ALL_WEIGHTS = frozenset({"trainable_variables", "trainable_weights", "weights", "variables"})
 # what a unit references and binds depends only on its text (and the spellings): kept per text
 MAX_CACHED_CHARS = 1_000_000
 _DEF = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -172,11 +174,15 @@ class _Reduction:
     def called(self, first: int, last: int) -> set[str]:
         """The names called in these lines (``name(``): the helpers the analyses may follow."""
         starts = self.offsets.starts
-        start, end = starts[first - 1], starts[min(last, len(self.lines))]
-        return set(_CALLED.findall(self.text, start, end)) | set(_KERNEL.findall(self.text, start, end))
+        return set(_CALLED.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))]))
 
     def header_words(self, unit: _Unit) -> set[str]:
         return self.words(unit.first, (unit.body_line or unit.last + 1) - 1)
+
+    def kernels(self, unit: _Unit) -> set[str]:
+        """The ``tf.numpy_function`` kernels these lines name: kept whole like called helpers."""
+        starts = self.offsets.starts
+        return set(_KERNEL.findall(self.text, starts[unit.first - 1], starts[min(unit.last, len(self.lines))]))
 
     def stored(self, unit: _Unit) -> set[str]:
         found = self._stored.get(id(unit))
@@ -320,7 +326,8 @@ class _Reduction:
         names (the tensor analysis reads their returns, one call deep) and classes that may give
         module-level objects their variables: those are kept whole."""
         helper_words = set().union(*(self.called(u.first, u.last) for u in self.full if not u.members),
-                                   *(self.called(m.first, m.last) for m in self.skeletons))
+                                   *(self.called(m.first, m.last) for m in self.skeletons),
+                                   *(self.kernels(u) for u in self.full if not u.members))
         seen: set[str] = set()
         work: list[_Unit] = [*self.full, *self.skeletons]
         while work:
