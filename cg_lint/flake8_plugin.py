@@ -45,7 +45,9 @@ class Plugin:
     trace_contexts: TraceContexts | None = None  # the projects this process has looked at
     _cache_dir: str | None = None  # None: [tool.cg_lint] cache-dir, else the default folder
     _use_cache = True
-    _use_helper = True  # --cg-no-helper turns the warm helper off (cg_lint/helper)
+    # the warm helper (cg_lint/helper) serves a flake8 given one file, as editors run it; a run
+    # over many (CI, pre-commit, -j) lints in its own processes, in parallel. --cg-no-helper: never
+    _use_helper = True
     # --cg-isolated: no [tool.cg_lint] (flake8's own --isolated never reaches plugins' options)
     _isolated = False
     # per folder: its settings (flake8's options applied), or why its configuration cannot be used
@@ -86,7 +88,9 @@ class Plugin:
         cls._markers = markers(cls._decorators)
         cls._cache_dir = getattr(options, "cg_cache_dir", None) or None
         cls._use_cache = not getattr(options, "cg_no_cache", False)
-        cls._use_helper = not getattr(options, "cg_no_helper", False)
+        named = list(getattr(options, "filenames", None) or ())
+        one_file = len(named) == 1 and (named[0] == "-" or not os.path.isdir(named[0]))
+        cls._use_helper = one_file and not getattr(options, "cg_no_helper", False)
         # codes flake8 selects by their full name (--extend-select CG018): opinionated rules report
         # their opinions only then, as with cg-lint's own --select
         chosen = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]

@@ -10,6 +10,7 @@ give those same findings.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import stat
@@ -217,6 +218,24 @@ def test_off_switches_start_no_helper(setup, tmp_path: Path, how: str) -> None:
     proc = s.flake8(*args, cwd=tmp_path, env=env)
     assert len(proc.stdout.splitlines()) == 3
     assert not s.folder.exists() and s.pids() == []  # never even looked for one
+
+
+def test_a_run_over_many_files_lints_in_process(setup, tmp_path: Path) -> None:
+    """CI and pre-commit name many files (or a folder) and lint them in parallel: one helper would
+    serialise them. Only a flake8 given one file, as an editor's, asks the helper."""
+    s = setup()
+    started(s, tmp_path)
+    work = tmp_path / "many"
+    work.mkdir()
+    (work / "a.py").write_text(ARITY)
+    (work / "b.py").write_text(BAD)
+    for args in (["a.py", "b.py"], ["."], ["-j", "2", "."]):
+        proc = s.flake8("--cg-no-cache", *args, cwd=work)
+        assert proc.stdout == s.flake8("--cg-no-cache", *args, cwd=work, env=s.off).stdout
+        assert len(proc.stdout.splitlines()) == 4
+    assert s.requests() == 0
+    s.flake8("--cg-no-cache", "a.py", cwd=work)
+    assert s.requests() == 1
 
 
 def test_flake8_helper_must_be_a_boolean(setup, tmp_path: Path) -> None:
@@ -472,3 +491,21 @@ def test_another_user_is_not_served(setup, tmp_path: Path) -> None:
     for path in (s.runtime, s.folder):
         os.chmod(path, 0o700)
     assert s.requests() == 0
+
+
+def test_the_documented_switches_are_the_real_ones(tmp_path: Path) -> None:
+    """docs/editors.md's table names what the tests above turn off: the variable, the flake8 option
+    (in flake8's help) and the [tool.cg_lint] key; both pages' sections exist for their links."""
+    from cg_lint.config import KNOWN_KEYS
+    from cg_lint.helper import place
+
+    editors = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    section = editors.split("\n### The warm helper (Linux)\n")[1].split("\n## ")[0]
+    table = "\n".join(row for row in section.splitlines() if row.startswith("| "))
+    assert {"CG_LINT_NO_HELPER=1", "--cg-no-helper", "flake8-helper = false"} <= set(re.findall(r"`([^`]+)`", table))
+    assert place.ENV_OFF == "CG_LINT_NO_HELPER" and "flake8-helper" in KNOWN_KEYS
+    help_text = subprocess.run([sys.executable, "-m", "flake8", "--help"], env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                               capture_output=True, text=True, timeout=120).stdout
+    assert "--cg-no-helper" in help_text
+    assert "\n### The flake8 helper\n" in (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
+    assert "security.md#the-flake8-helper" in editors
