@@ -1,6 +1,7 @@
-"""The flake8 helper processes the tests start: each test gives its helpers a runtime folder named
-with ``HELPER_PREFIX`` (this test process's id), so they can be found in ``/proc`` and stopped, and
-no other helper (a user's own) is ever touched."""
+"""The flake8 helper processes the tests start, found in ``/proc`` by their environment: each test
+gives its helpers a runtime folder of its own (``runtime_dir``), and every process this test
+process starts carries ``SESSION`` (set by conftest), so a helper that escaped to another folder is
+found too. No other helper (a user's own, another test run's) is ever touched."""
 
 from __future__ import annotations
 
@@ -10,10 +11,20 @@ import signal
 import time
 
 HELPER_PREFIX = f"/tmp/cg-h{os.getpid()}-"
+SESSION = ("CG_LINT_TEST_SESSION", f"{os.getpid()}-{time.time_ns()}")
 
 
-def helper_pids(prefix: str) -> list[int]:
-    """Helper processes whose XDG_RUNTIME_DIR starts with ``prefix``."""
+def runtime_dir(prefix: str) -> bytes:
+    return f"XDG_RUNTIME_DIR={prefix}".encode()
+
+
+def session() -> bytes:
+    return f"{SESSION[0]}={SESSION[1]}\0".encode()
+
+
+def helper_pids(match: bytes) -> list[int]:
+    """Helper processes with an environment entry that starts with ``match`` (``runtime_dir``,
+    ``session``)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -29,19 +40,19 @@ def helper_pids(prefix: str) -> list[int]:
                     continue
         except OSError:
             continue
-        if any(v.startswith(b"XDG_RUNTIME_DIR=" + prefix.encode()) for v in env):
+        if any((v + b"\0").startswith(match) for v in env):
             found.append(int(entry))
     return found
 
 
-def stop_helpers(prefix: str, timeout: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL what is left after ``timeout``, each helper under ``prefix``."""
-    for pid in helper_pids(prefix):
+def stop_helpers(match: bytes, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL what is left after ``timeout``, each helper ``helper_pids`` finds."""
+    for pid in helper_pids(match):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while helper_pids(prefix) and time.monotonic() < deadline:
+    while helper_pids(match) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for pid in helper_pids(prefix):
+    for pid in helper_pids(match):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from helper_procs import HELPER_PREFIX, helper_pids, stop_helpers
+from helper_procs import HELPER_PREFIX, helper_pids, runtime_dir, session, stop_helpers
 from lint_helpers import ROOT
 from test_cli import BAD
 from test_trace_context import EAGER, OPS, TRACED, _tree
@@ -58,7 +58,7 @@ class Setup:
                                 env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def pids(self) -> list[int]:
-        return helper_pids(str(self.runtime))
+        return helper_pids(runtime_dir(str(self.runtime)))
 
     def command(self, *args: str) -> subprocess.CompletedProcess:
         # run outside the checkout: `python -m` puts the working folder first on sys.path
@@ -96,7 +96,7 @@ class Setup:
             time.sleep(0.05)
 
     def close(self) -> None:
-        stop_helpers(str(self.runtime))
+        stop_helpers(runtime_dir(str(self.runtime)))
         for path in (self.runtime, *self.runtime.rglob("*")):  # a test may have handed it to nobody
             with _quiet():
                 os.chown(path, os.getuid(), os.getgid(), follow_symlinks=False)
@@ -252,6 +252,7 @@ def test_status_and_stop(setup, tmp_path: Path) -> None:
     s = setup()
     assert s.command("status").stdout == "no helper running\n"
     pid = started(s, tmp_path)
+    assert helper_pids(session()) == [pid]  # what conftest's end-of-run check looks for
     status = s.command("status")
     assert status.returncode == 0 and "helper of this cg-lint (cg-lint " in status.stdout
     assert f"pid {pid}, 0 files linted" in status.stdout
