@@ -296,6 +296,16 @@ def test_idle_exit(setup, tmp_path: Path) -> None:
     s.wait_ready()
 
 
+def test_past_its_memory_bound_it_exits_after_answering(setup, tmp_path: Path) -> None:
+    s = setup(CG_LINT_HELPER_MAX_MB="1")  # any helper is past 1 MB once it has imported libcst
+    pid = started(s, tmp_path)  # answered `cg-lint helper status`, then saw its size
+    s.wait_gone(pid, timeout=30)
+    assert not s.socket().exists()
+    (tmp_path / "arity.py").write_text(ARITY)
+    assert s.flake8("--cg-no-cache", "arity.py", cwd=tmp_path).stdout == \
+        s.flake8("--cg-no-cache", "arity.py", cwd=tmp_path, env=s.off).stdout
+
+
 def test_a_removed_socket_ends_the_helper(setup, tmp_path: Path) -> None:
     s = setup(CG_LINT_HELPER_IDLE="8")  # checked every 2 s
     pid = started(s, tmp_path)

@@ -70,7 +70,7 @@ def _exchange(folder: str, ident: str, request: dict[str, Any], start_if_absent:
             return None
         if not _same_user(sock):
             return None
-        sock.settimeout(timeout or place.seconds(place.ENV_TIMEOUT, ANSWER_TIMEOUT))
+        sock.settimeout(timeout or place.number(place.ENV_TIMEOUT, ANSWER_TIMEOUT))
         send(sock, request)
         answer = receive(sock)
     except (OSError, WireError):

@@ -12,7 +12,7 @@ It serves only its own user (``SO_PEERCRED``) and its own build, and exits:
 - when its build is not the one it was started for, or a request names another build;
 - when its code or libcst changes on disk (checked before each answer and while idle);
 - when its socket is removed or replaced, after ``IDLE`` seconds without a request (10 minutes),
-  past ``MAX_RSS`` of memory, on ``cg-lint helper stop``, on SIGTERM/SIGINT/SIGHUP;
+  past ``MAX_MB`` of resident memory (1 GB), on ``cg-lint helper stop``, on SIGTERM/SIGINT/SIGHUP;
 - when one request takes longer than ``STUCK`` seconds (no request should: a stuck helper would
   otherwise live on, and every client would wait for its timeout).
 """
@@ -34,7 +34,7 @@ from cg_lint.helper.client import _same_user
 from cg_lint.helper.wire import WireError, receive, send, settings_from_json
 
 IDLE = 600.0
-MAX_RSS = 1 << 30
+MAX_MB = 1024.0
 STUCK = 120.0
 READ_TIMEOUT = 5.0  # a client sends its request at once
 
@@ -44,7 +44,8 @@ class Helper:
         self.ident = ident
         self.folder = folder
         self.path = place.socket_path(folder, ident)
-        self.idle_limit = place.seconds(place.ENV_IDLE, IDLE)
+        self.idle_limit = place.number(place.ENV_IDLE, IDLE)
+        self.max_rss = place.number(place.ENV_MAX_MB, MAX_MB) * 2**20
         self.requests = 0
         self.started = self.last = time.monotonic()
         self.inode: tuple[int, int] | None = None
@@ -94,7 +95,7 @@ class Helper:
                 if not self.answer(conn):
                     return
             self.last = time.monotonic()
-            if _rss() > MAX_RSS:  # a leak, or a huge project: a new helper starts small
+            if _rss() > self.max_rss:  # a leak, or a huge project: a new helper starts small
                 return
 
     def answer(self, conn: socket.socket) -> bool:

@@ -18,9 +18,11 @@ import stat
 import sys
 
 ENV_OFF = "CG_LINT_NO_HELPER"
-# how long a helper waits for work, and the answer timeout of a client (seconds); tests shorten them
+# how long a helper waits for work, the answer timeout of a client (seconds), and the helper's
+# memory bound (MB); tests shorten them
 ENV_IDLE = "CG_LINT_HELPER_IDLE"
 ENV_TIMEOUT = "CG_LINT_HELPER_TIMEOUT"
+ENV_MAX_MB = "CG_LINT_HELPER_MAX_MB"
 _identity: str | None = None
 
 
@@ -104,7 +106,8 @@ def lock_path(folder: str, ident: str) -> str:
     return os.path.join(folder, f"h-{ident}.lock")
 
 
-def seconds(name: str, default: float) -> float:
+def number(name: str, default: float) -> float:
+    """A positive number from the environment, else ``default``."""
     try:
         value = float(os.environ.get(name, ""))
     except ValueError:
