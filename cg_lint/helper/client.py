@@ -179,8 +179,10 @@ def command(argv: list[str]) -> int:
         if argv[0] == "stop":
             print(f"stopped the helper of {build} (pid {h.get('pid')})")
         else:
+            count = h.get("requests")
             print(f"helper of {build} (cg-lint {h.get('version')}): pid {h.get('pid')}, "
-                  f"{h.get('requests')} files linted, idle {h.get('idle', 0):.0f} s, {h.get('rss_mb', 0):.0f} MB")
+                  f"{count} file{'' if count == 1 else 's'} linted, idle {h.get('idle', 0):.0f} s, "
+                  f"{h.get('rss_mb', 0):.0f} MB")
     if not helpers:
         print("no helper running")
     if place.switched_off():
