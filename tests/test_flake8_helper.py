@@ -167,9 +167,15 @@ def test_the_helper_answers_as_flake8_in_process_and_the_cli(setup, tmp_path: Pa
     assert s.requests() == 2
     assert edited.stdout == s.flake8("--cg-no-cache", "arity.py", cwd=work, env=s.off).stdout
     assert s.flake8("arity.py", cwd=work).stdout == edited.stdout and s.requests() == 2
+    # an edit that keeps the line count: the helper re-parses only the statements it touched
+    again = ARITY.replace(line, line.replace("x.dtype)", "x.dtype)  # same lines"))
+    assert again != ARITY
+    (work / "arity.py").write_text(again)
+    assert s.flake8("arity.py", cwd=work).stdout == s.flake8("--cg-no-cache", "arity.py", cwd=work, env=s.off).stdout
+    assert s.requests() == 3
     # stdin, as editors send the buffer
     piped = s.flake8("--cg-no-cache", "--stdin-display-name", "pkg/arity.py", "-", cwd=work, stdin=ARITY)
-    assert s.requests() == 3
+    assert s.requests() == 4
     assert piped.stdout == first.stdout.replace("arity.py", "pkg/arity.py")
 
 
