@@ -80,12 +80,12 @@ class Setup:
         return int(out.split("pid ")[1].split(", ")[1].split()[0])
 
     def wait_ready(self, timeout: float = 120.0) -> int:
-        """The helper's pid, once it answers."""
+        """The helper's pid, once it answers and is the only one."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if "helper of this cg-lint" in self.command("status").stdout:
-                (pid,) = self.pids()
-                return pid
+            pids = self.pids()  # a helper that lost the start-up lock may still be on its way out
+            if len(pids) == 1 and "helper of this cg-lint" in self.command("status").stdout:
+                return pids[0]
             time.sleep(0.1)
         raise AssertionError(f"no helper answered: {self.pids()}")
 
