@@ -156,6 +156,10 @@ def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "rule":
             return _rule_command(argv[1:])
+        if argv and argv[0] == "helper":  # the flake8 plugin's warm helper (docs/editors.md)
+            from cg_lint.helper.client import command
+
+            return command(argv[1:])
         if argv and argv[0] == "check":
             argv = argv[1:]
         return _check(_check_parser().parse_args(argv))

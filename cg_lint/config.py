@@ -33,7 +33,7 @@ DEFAULT_EXCLUDE = (
 MAX_CONFIG_BYTES = 1024 * 1024  # a pyproject.toml is a few KB; a bigger one is not read
 KNOWN_KEYS = {
     "select", "ignore", "extend-select", "exclude", "extend-exclude", "per-file-ignores",
-    "decorators", "runtime", "max-file-size", "cache-dir", "trace-context",
+    "decorators", "runtime", "max-file-size", "cache-dir", "trace-context", "flake8-helper",
 }
 # whether the graph-mode rules report: where the project can trace the definition, always, never
 TRACE_CONTEXTS = ("auto", "always", "never")
@@ -58,6 +58,7 @@ class Settings:
     runtime: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     cache_dir: str | None = None  # the result cache's folder (cg_lint/result_cache.py)
     trace_context: str = "auto"  # TRACE_CONTEXTS (cg_lint/project)
+    flake8_helper: bool = True  # the flake8 plugin may ask its warm helper (cg_lint/helper)
 
     def with_cli(self, **changes: Any) -> Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
@@ -285,6 +286,9 @@ def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproje
     trace = table.get("trace-context")
     if trace is not None and trace not in TRACE_CONTEXTS:
         raise ConfigError(f"{source}: 'tool.cg_lint.trace-context' must be one of {', '.join(TRACE_CONTEXTS)}")
+    helper = table.get("flake8-helper")
+    if helper is not None and not isinstance(helper, bool):
+        raise ConfigError(f"{source}: 'tool.cg_lint.flake8-helper' must be true or false")
     settings = Settings(root=root, config_file=source, runtime=runtime,
                         cache_dir=os.path.join(root, cache_dir) if cache_dir else None)
     return settings.with_cli(
@@ -292,7 +296,7 @@ def settings_from_table(table: dict[str, Any], root: str, source: str = "pyproje
         exclude=strings("exclude"), extend_exclude=strings("extend-exclude"),
         per_file_ignores=tuple(per_file) or None,
         decorators=frozenset(strings("decorators") or ()) or None,
-        max_file_size=size, trace_context=trace,
+        max_file_size=size, trace_context=trace, flake8_helper=helper,
     )
 
 

@@ -45,6 +45,9 @@ class Plugin:
     trace_contexts: TraceContexts | None = None  # the projects this process has looked at
     _cache_dir: str | None = None  # None: [tool.cg_lint] cache-dir, else the default folder
     _use_cache = True
+    # the warm helper (cg_lint/helper) serves a flake8 given one file, as editors run it; a run
+    # over many (CI, pre-commit, -j) lints in its own processes, in parallel. --cg-no-helper: never
+    _use_helper = True
     # --cg-isolated: no [tool.cg_lint] (flake8's own --isolated never reaches plugins' options)
     _isolated = False
     # per folder: its settings (flake8's options applied), or why its configuration cannot be used
@@ -71,6 +74,10 @@ class Plugin:
             help="neither read nor write cg-lint's result cache",
         )
         option_manager.add_option(
+            "--cg-no-helper", default=False, action="store_true", parse_from_config=True,
+            help="lint in this process, never in cg-lint's warm helper (also $CG_LINT_NO_HELPER=1)",
+        )
+        option_manager.add_option(
             "--cg-isolated", default=False, action="store_true", parse_from_config=True,
             help="ignore [tool.cg_lint] in pyproject.toml (read by default, as cg-lint does)",
         )
@@ -81,6 +88,9 @@ class Plugin:
         cls._markers = markers(cls._decorators)
         cls._cache_dir = getattr(options, "cg_cache_dir", None) or None
         cls._use_cache = not getattr(options, "cg_no_cache", False)
+        named = list(getattr(options, "filenames", None) or ())
+        one_file = len(named) == 1 and (named[0] == "-" or not os.path.isdir(named[0]))
+        cls._use_helper = one_file and not getattr(options, "cg_no_helper", False)
         # codes flake8 selects by their full name (--extend-select CG018): opinionated rules report
         # their opinions only then, as with cg-lint's own --select
         chosen = [*(getattr(options, "select", None) or ()), *(getattr(options, "extend_select", None) or ())]
@@ -159,6 +169,16 @@ class Plugin:
 
                 yield (1, 0, f"CG999 cg-lint {too_large(self.filename, size, settings.max_file_size).message}",
                        type(self))
+                return
+        if self._use_helper and settings.flake8_helper:
+            # a fresh process (an editor's save) asks the warm helper: no libcst import, no parse
+            # here; None (no helper yet, or any failure) means lint in this process
+            from cg_lint.helper.client import ask, usable
+
+            found = ask(self.filename, source, settings, cache) if usable() else None
+            if found is not None:
+                for line, column, text in found:
+                    yield (line, column, text, type(self))
                 return
         yield from self._lint(source, settings, cache, key)
 

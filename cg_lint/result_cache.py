@@ -70,10 +70,12 @@ def default_dir() -> str:
     return os.path.join(base, "cg-lint")
 
 
-def code_fingerprint() -> str:
-    """cg-lint's version and each module's (name, size, mtime), hashed once per process."""
+def code_fingerprint(fresh: bool = False) -> str:
+    """cg-lint's version and each module's (name, size, mtime), hashed once per process (``fresh``:
+    read again, without replacing the process's value: the flake8 helper asking whether its code
+    changed on disk)."""
     global _fingerprint
-    if _fingerprint is None:
+    if _fingerprint is None or fresh:
         digest = _hasher(__version__.encode())
         stack = [os.path.dirname(os.path.abspath(__file__))]
         while stack:
@@ -91,6 +93,8 @@ def code_fingerprint() -> str:
                     digest.update(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
                 elif entry.name != "__pycache__" and entry.is_dir():
                     stack.append(entry.path)
+        if fresh and _fingerprint is not None:
+            return digest.hexdigest()
         _fingerprint = digest.hexdigest()
     return _fingerprint
 
@@ -98,7 +102,7 @@ def code_fingerprint() -> str:
 # Settings fields that cannot change a file's findings; every other field, including any added
 # later, is part of the key (a new field can only cost misses, never a stale result)
 _NOT_FINDINGS = frozenset(
-    {"exclude", "extend_exclude", "config_file", "runtime", "cache_dir", "root"}
+    {"exclude", "extend_exclude", "config_file", "runtime", "cache_dir", "root", "flake8_helper"}
 )
 
 

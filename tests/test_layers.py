@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine", ("cg_lint.engine",)),
     ("frontends", ("cg_lint.cli", "cg_lint.runner", "cg_lint.fixes", "cg_lint.api",
                    "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.server",
-                   "cg_lint.__main__")),
+                   "cg_lint.helper", "cg_lint.__main__")),
     ("runtime_check", ("runtime_check",)),
 )
 
