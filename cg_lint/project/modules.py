@@ -55,6 +55,8 @@ class Project:
         self.overlays = overlays if overlays is not None else {}  # shared: an editor updates it
         self._texts: dict[str, str | None] = {}
         self._scans: dict[str, ModuleScan] = {}
+        # what other searches derive from a module's text (cg_lint/project/leads.py), with that text
+        self.memo: dict[object, tuple[str, object]] = {}
         self.truncated = False
         self._traces: bool | None = None
 

@@ -18,6 +18,7 @@ from cg_lint.codes import CG003
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient
 from cg_lint.rules.base import LintContext, Rule, plural
+from cg_lint.rules.leads_left import count_lead
 
 
 class GradientCountMismatch(Rule):
@@ -377,6 +378,12 @@ def thrice(x):
                             ctx.index, record):
                         continue  # a branch that never runs: the forward's variables decide
                     counts = returned_counts(grad, site, counter, branch)
+                    if counts is None and branch is None and not grad.accepts_variables and not grad.is_custom_gradient:
+                        # `return helper(...)` of another module: its body counts (a lead)
+                        lead = count_lead(self, ctx, record, site, expected.low, expected.high, expected.exact,
+                                          _describe_expected(record, expected))
+                        if lead is not None:
+                            yield lead
                     if counts is None:
                         returned = None
                     elif returned is not None:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from cg_lint.analyses.tensors import Tensors
 from cg_lint.codes import CG009
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
@@ -14,7 +17,9 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     graph_bodies,
     graph_tensors,
     helper_bodies,
+    helper_leads,
 )
+from cg_lint.model.records import FuncNode
 from cg_lint.rules.graph_mode.truth_tests import truth_tests
 
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
@@ -516,14 +521,21 @@ def running_max(x):
             autograph = converted(ctx, record)
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
-                for expr, construct in truth_tests(ctx, func):
-                    if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
-                        continue
-                    verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
-                            "assert": "asserts on", "max()": "compares", "min()": "compares",
-                            "sorted()": "compares"}.get(construct, "takes the truth value of")
-                    finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
-                                           f"{GRAPH} this {_bool_error(autograph, construct)}; "
-                                           f"{_INSTEAD[construct]}")
-                    if finding:
+                for expr, message in self.problems(ctx, func, who, facts, autograph):
+                    if finding := report(expr, message):
                         yield finding
+            yield from helper_leads(self, ctx, record)
+
+    @staticmethod
+    def problems(ctx: LintContext, func: FuncNode, who: str, facts: Tensors,
+                 autograph: str | None) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each truth test on a tensor in one body, with its message (also asked of a helper
+        another module defines: cg_lint/rules/lead_answers.py)."""
+        for expr, construct in truth_tests(ctx, func):
+            if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
+                continue
+            verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
+                    "assert": "asserts on", "max()": "compares", "min()": "compares",
+                    "sorted()": "compares"}.get(construct, "takes the truth value of")
+            yield expr, (f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
+                         f"{GRAPH} this {_bool_error(autograph, construct)}; {_INSTEAD[construct]}")
