@@ -433,3 +433,12 @@ def test_the_language_server_reads_an_unsaved_helper_buffer(tmp_path: Path) -> N
         assert [d.code for d in await editor.diagnostics(model)] == ["CG009"]
 
     run(session, tmp_path)
+
+
+def test_the_output_in_the_trace_context_doc(tmp_path: Path) -> None:
+    """docs/trace-context.md shows this project's finding (its message cut at ``...``)."""
+    doc = (ROOT / "docs" / "trace-context.md").read_text(encoding="utf-8")
+    [shown] = [line for line in doc.splitlines() if line.startswith("pkg/model.py:")]
+    root = write(tmp_path, PROJECTS["invalid-relative-if"][0])
+    proc = run_cli("--no-cache", "pkg/model.py", cwd=root)
+    assert shown.endswith(" ...") and proc.stdout.decode().startswith(shown[:-len(" ...")])

@@ -65,7 +65,9 @@ class GradientCountMismatch(Rule):
     ## Known limitations
     Silent when the count is not statically knowable: `*args` inputs, inputs iterated or measured
     (`for t in xs`, `len(xs)`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or
-    returned by a helper call. A branch on `variables` is read as dead when the file says which way
+    returned by a helper whose returns do not agree on a count. A plain function of the same file,
+    or of another module of the project that the file imports (`from .grads import mul_grads`), is
+    counted through its returns. A branch on `variables` is read as dead when the file says which way
     it goes (the forward reads a variable, or certainly reads none).
     """
 

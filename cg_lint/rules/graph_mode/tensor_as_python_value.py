@@ -73,7 +73,8 @@ class TensorAsPythonValue(Rule):
 
     ## Known limitations
     Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
-    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged. Helpers are
+    followed as for CG009, those imported from another module of the project included.
 
     ## Eager-only code
     Silent where graph mode cannot happen, as CG009 describes.

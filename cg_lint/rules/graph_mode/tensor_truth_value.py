@@ -97,7 +97,10 @@ class TensorTruthValue(Rule):
     No automatic fix: the replacement depends on whether the condition is element-wise.
 
     ## Known limitations
-    Helpers are followed one call deep, and only plain functions of the same file; attributes
+    Helpers are followed one call deep: plain functions and methods of the same file (reported in
+    the helper), and functions the file imports from another module of the project
+    (`from .ops import safe_norm`; reported at the call, naming the helper's line). A star import,
+    a name bound at run time or a function of an installed library is not followed. Attributes
     (`self.x`) and closure variables are not known to be tensors and are not checked. Functions
     decorated with `tf.function`, or passed to `tf.map_fn`/`tf.vectorized_map` (which convert their
     function with AutoGraph), are not part of the unconverted body. Branches that test
