@@ -145,6 +145,12 @@ PROJECTS: dict[str, tuple[dict[str, str], str, str, dict[str, str]]] = {
 
                 def mul_grads(dy, x, y):
                     return dy * y, dy * x
+
+
+                def logged(t):
+                    if tf.executing_eagerly():  # skipped when traced
+                        print(float(t.numpy().sum()))
+                    return t
                 """),
             "pkg/model.py": HEADER + textwrap.dedent("""\
                 from . import ops
@@ -153,6 +159,7 @@ PROJECTS: dict[str, tuple[dict[str, str], str, str, dict[str, str]]] = {
 
                 @tf.custom_gradient
                 def f(x):
+                    ops.logged(x)  # its .numpy() is under an executing_eagerly() test
                     def grad(dy):
                         return shaped(dy, flag=False)
                     return shaped(x), grad
