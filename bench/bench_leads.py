@@ -3,7 +3,7 @@ interleaved, as ratios.
 
     python bench/bench_leads.py BASELINE_CHECKOUT [--repeat R] [PATH ...]
 
-Runs ``cg-lint --no-cache --isolated -j 1`` of each checkout in turn (the order alternates per
+Runs ``cg-lint --no-cache --isolated -j 1`` (or ``--jobs auto``) of each checkout in turn (the order alternates per
 round), on the installed TensorFlow + Keras tree unless paths are given (``bench/corpus/src`` has
 multi-module packages, so leads), and prints the best and median wall time and CPU time (user +
 system of the child) of each, with the ratios this/baseline. CPU time is the steadier number on a
@@ -32,10 +32,10 @@ def package_dir(name: str) -> str:
     return os.path.dirname(spec.origin)
 
 
-def run(checkout: str, paths: list[str]) -> tuple[float, float]:
+def run(checkout: str, paths: list[str], jobs: str) -> tuple[float, float]:
     env = {**os.environ, "PYTHONPATH": checkout}
     before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-    subprocess.run([sys.executable, "-m", "cg_lint", "--no-cache", "--isolated", "--exit-zero", "-j", "1", *paths],
+    subprocess.run([sys.executable, "-m", "cg_lint", "--no-cache", "--isolated", "--exit-zero", "-j", jobs, *paths],
                    capture_output=True, env=env, check=False)
     wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("baseline")
     parser.add_argument("paths", nargs="*")
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--jobs", default="1", help="cg-lint's -j (1: serial, steadier; auto: the pool)")
     args = parser.parse_intermixed_args()
     paths = args.paths or [package_dir("tensorflow"), package_dir("keras")]
     checkouts = {"baseline": os.path.abspath(args.baseline), "this": str(ROOT)}
@@ -77,7 +78,7 @@ def main() -> None:
     for i in range(args.repeat):
         order = list(checkouts.items())
         for name, checkout in order if i % 2 == 0 else reversed(order):
-            times[name].append(run(checkout, paths))
+            times[name].append(run(checkout, paths, args.jobs))
     left, answered = count_leads(paths)
     print(f"{', '.join(paths)}: {left} leads, {answered} answered as bugs; {args.repeat} interleaved rounds")
     print("| measure | baseline | this | ratio |\n|---|---|---|---|")

@@ -19,6 +19,17 @@ LIBRARIES = frozenset({"tensorflow", "keras", "tf_keras", "numpy", "scipy", "jax
                        "tensorflow_addons", "tf2onnx", "pandas", "sklearn", "absl", "six", "typing_extensions"})
 
 
+def project_imports(ctx: LintContext) -> frozenset[str]:
+    """Names the file's imports bind to something that may be a module of the project (not TF,
+    Keras, NumPy, the standard library...): when there is none, no call needs a look."""
+    key = ("project-imports",)
+    if key not in ctx.cache:
+        ctx.cache[key] = frozenset(
+            bound for table in ctx.index.imports.values() for bound, full in table.items()
+            if full.split(".")[0] not in LIBRARIES and full.split(".")[0] not in sys.stdlib_module_names)
+    return ctx.cache[key]  # type: ignore[return-value]
+
+
 def imported_name(ctx: LintContext, func: cst.BaseExpression) -> str | None:
     """The absolute dotted name of a function this file imports (``pkg.ops.safe_norm`` for
     ``safe_norm`` of ``from .ops import safe_norm``, or for ``ops.safe_norm``); None for a local, a
@@ -26,7 +37,7 @@ def imported_name(ctx: LintContext, func: cst.BaseExpression) -> str | None:
     base = func
     while type(base) is cst.Attribute:
         base = base.value
-    if type(base) is not cst.Name or not any(base.value in table for table in ctx.index.imports.values()):
+    if type(base) is not cst.Name or base.value not in project_imports(ctx):
         return None
     # bound by an import only (not also by a def or an assignment of this module)
     if not all(isinstance(v, Unknown) for v in ctx.index.module_env.bindings.get(base.value, ())):
@@ -46,7 +57,8 @@ def count_lead(rule: Rule, ctx: LintContext, record: CustomGradient, site: Retur
     """A lead for ``return helper(...)`` in grad, whose count only the helper's body says: what
     the expected inputs accept, and how the message says it."""
     value = site.value
-    if type(value) is not cst.Call or any(a.star for a in value.args) or record.variable_reads:
+    if type(value) is not cst.Call or not project_imports(ctx) or any(a.star for a in value.args) \
+            or record.variable_reads:
         return None
     name = imported_name(ctx, value.func)
     if name is None:

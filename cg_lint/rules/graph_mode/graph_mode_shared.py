@@ -15,7 +15,7 @@ from cg_lint.model.bodies import all_bodies
 from cg_lint.project import UNTRACEABLE
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule
-from cg_lint.rules.leads_left import imported_name
+from cg_lint.rules.leads_left import imported_name, project_imports
 
 GRAPH = "under tf.function"
 __all__ = ["GRAPH", "UNTRACEABLE", "Reporter", "converted", "graph_bodies", "graph_tensors", "helper_bodies",
@@ -125,6 +125,8 @@ def helper_leads(rule: Rule, ctx: LintContext, record: CustomGradient) -> list[F
 
 
 def _imported_calls(ctx: LintContext, record: CustomGradient) -> list[tuple[int, int, dict[str, object]]]:
+    if not project_imports(ctx):
+        return []  # the file imports only libraries: nothing to ask
     tensors = graph_tensors(ctx, record)
     autograph = converted(ctx, record)
     note = context_of(ctx.index, record).traced_note()
