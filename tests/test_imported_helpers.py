@@ -449,3 +449,23 @@ def test_the_output_in_the_trace_context_doc(tmp_path: Path) -> None:
     root = write(tmp_path, PROJECTS["invalid-relative-if"][0])
     proc = run_cli("--no-cache", "pkg/model.py", cwd=root)
     assert shown.endswith(" ...") and proc.stdout.decode().startswith(shown[:-len(" ...")])
+
+
+def test_a_process_that_lives_across_saves_reads_the_saved_helper(tmp_path: Path) -> None:
+    """One TraceContexts kept between runs (flake8's in an editor): the helper is read as saved."""
+    from cg_lint.answering import answer_leads
+    from cg_lint.engine import lint_source
+    from cg_lint.project import TraceContexts
+
+    files = PROJECTS["invalid-relative-if"][0]
+    root = write(tmp_path, files)
+    ops = root / "pkg" / "ops.py"
+    leads = lint_source(files["pkg/model.py"], str(root / "pkg" / "model.py")).findings
+    kept = TraceContexts()
+    assert [f.code for f in answer_leads(leads, kept)] == ["CG009"]
+    ops.write_text(SAFE_NORM.replace("if n > 0.0:", "if n.shape.rank == 0:"), encoding="utf-8")
+    os.utime(ops, ns=(ops.stat().st_mtime_ns + 10**9,) * 2)
+    assert answer_leads(leads, kept) == []
+    ops.write_text(SAFE_NORM, encoding="utf-8")
+    os.utime(ops, ns=(ops.stat().st_mtime_ns + 2 * 10**9,) * 2)
+    assert [f.code for f in answer_leads(leads, kept)] == ["CG009"]

@@ -143,7 +143,7 @@ def _top_level(tree: ast.Module) -> list[ast.stmt]:
 
 
 def _parse(project: Project, path: str) -> ast.Module | None:
-    text = project.text(path)
+    text = project.fresh_text(path)
     if text is None:
         return None
     key = ("leads-ast", path)
