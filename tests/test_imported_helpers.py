@@ -216,6 +216,18 @@ UNFOLLOWABLE: dict[str, dict[str, str]] = {
         "pkg/model.py": MODEL_SAFE_NORM.replace("from .ops import safe_norm", "from extlib.ops import safe_norm")
                                        .replace("  # expect: CG009", ""),
     },
+    "helper-module-does-not-parse": {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": SAFE_NORM + "\ndef broken(:\n",
+        "pkg/model.py": MODEL_SAFE_NORM.replace("  # expect: CG009", ""),
+    },
+    "re-exports-in-a-circle": {
+        "pkg/__init__.py": "from .a import safe_norm\n",
+        "pkg/a.py": "from .b import safe_norm\n",
+        "pkg/b.py": "from .a import safe_norm\n",
+        "pkg/model.py": MODEL_SAFE_NORM.replace("from .ops import safe_norm", "from pkg import safe_norm")
+                                       .replace("  # expect: CG009", ""),
+    },
     "library-functions-are-not-helpers": {
         "pkg/__init__.py": "",
         "pkg/model.py": HEADER + textwrap.dedent("""\
