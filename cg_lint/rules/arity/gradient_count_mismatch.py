@@ -18,6 +18,7 @@ from cg_lint.codes import CG003
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient
 from cg_lint.rules.base import LintContext, Rule, plural
+from cg_lint.rules.leads_left import count_lead
 
 
 class GradientCountMismatch(Rule):
@@ -64,7 +65,9 @@ class GradientCountMismatch(Rule):
     ## Known limitations
     Silent when the count is not statically knowable: `*args` inputs, inputs iterated or measured
     (`for t in xs`, `len(xs)`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or
-    returned by a helper call. A branch on `variables` is read as dead when the file says which way
+    returned by a helper whose returns do not agree on a count. A plain function of the same file,
+    or of another module of the project that the file imports (`from .grads import mul_grads`), is
+    counted through its returns. A branch on `variables` is read as dead when the file says which way
     it goes (the forward reads a variable, or certainly reads none).
     """
 
@@ -377,6 +380,12 @@ def thrice(x):
                             ctx.index, record):
                         continue  # a branch that never runs: the forward's variables decide
                     counts = returned_counts(grad, site, counter, branch)
+                    if counts is None and branch is None and not grad.accepts_variables and not grad.is_custom_gradient:
+                        # `return helper(...)` of another module: its body counts (a lead)
+                        lead = count_lead(self, ctx, record, site, expected.low, expected.high, expected.exact,
+                                          _describe_expected(record, expected))
+                        if lead is not None:
+                            yield lead
                     if counts is None:
                         returned = None
                     elif returned is not None:

@@ -12,6 +12,7 @@ from cg_lint.analyses.tensors import Tensors, body_nodes
 from cg_lint.analyses.untraceable import in_raise, leaves_tensorflow
 from cg_lint.codes import CG010
 from cg_lint.findings import Finding
+from cg_lint.model.records import FuncNode
 from cg_lint.rules.base import LintContext, Rule, describe
 from cg_lint.rules.graph_mode.graph_mode_shared import (
     GRAPH,
@@ -21,6 +22,7 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     graph_bodies,
     graph_tensors,
     helper_bodies,
+    helper_leads,
 )
 
 _NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
@@ -71,7 +73,8 @@ class TensorAsPythonValue(Rule):
 
     ## Known limitations
     Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
-    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged. Helpers are
+    followed as for CG009, those imported from another module of the project included.
 
     ## Eager-only code
     Silent where graph mode cannot happen, as CG009 describes.
@@ -336,14 +339,25 @@ def relu_if_any(x):
             autograph = converted(ctx, record)
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
-                for node in body_nodes(func, ctx.index):
-                    if autograph and _autograph_handles(node) or in_raise(ctx.index, node):
-                        continue  # an error message runs only when the check above it fails
-                    message = self._problem(ctx, facts, node, who)
-                    if message and (finding := report(node, message)):
+                for node, message in self.problems(ctx, func, who, facts, autograph):
+                    if finding := report(node, message):
                         yield finding
+            yield from helper_leads(self, ctx, record)
 
-    def _problem(self, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
+    @classmethod
+    def problems(cls, ctx: LintContext, func: FuncNode, who: str, facts: Tensors,
+                 autograph: str | None) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each Python use of a tensor in one body, with its message (also asked of a helper
+        another module defines: cg_lint/rules/lead_answers.py)."""
+        for node in body_nodes(func, ctx.index):
+            if autograph and _autograph_handles(node) or in_raise(ctx.index, node):
+                continue  # an error message runs only when the check above it fails
+            message = cls._problem(ctx, facts, node, who)
+            if message:
+                yield node, message
+
+    @classmethod
+    def _problem(cls, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
         if type(node) is cst.Call:
             func = node.func
             args = [a.value for a in node.args if not a.star]
@@ -355,7 +369,7 @@ def relu_if_any(x):
                 return None
             if type(func) is cst.Name and func.value in _BUILTINS and not ctx.index.enclosing_env_binds(func):
                 if call_name(node, ctx.index.qualnames) == func.value:  # not an import of the same name
-                    return self._builtin(func.value, args, tensors, who)
+                    return cls._builtin(func.value, args, tensors, who)
                 return None
             name = call_name(node, ctx.index.qualnames) or ""
             if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
@@ -366,10 +380,11 @@ def relu_if_any(x):
                             f"use the tf.math (or tf.experimental.numpy) equivalent")
             return None
         if type(node) in (cst.For, cst.CompFor) and tensors.is_single_tensor(node.iter):
-            return self._iterates(who, node.iter)
+            return cls._iterates(who, node.iter)
         return None
 
-    def _builtin(self, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
+    @classmethod
+    def _builtin(cls, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
         if fn == "range":
             bad = next((a for a in args if tensors.is_tensor(a)), None)
             if bad is None:
@@ -382,7 +397,7 @@ def relu_if_any(x):
                 return None  # max(a, b) compares a and b: CG009's business
             iterated = args[1:] if fn == "map" else args if fn == "zip" else args[:1]
             bad = next((a for a in iterated if tensors.is_single_tensor(a)), None)
-            return self._iterates(who, bad, fn) if bad is not None else None
+            return cls._iterates(who, bad, fn) if bad is not None else None
         if len(args) != 1:
             return None
         arg = args[0]

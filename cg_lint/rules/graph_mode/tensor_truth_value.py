@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from cg_lint.analyses.tensors import Tensors
 from cg_lint.codes import CG009
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
@@ -14,7 +17,9 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     graph_bodies,
     graph_tensors,
     helper_bodies,
+    helper_leads,
 )
+from cg_lint.model.records import FuncNode
 from cg_lint.rules.graph_mode.truth_tests import truth_tests
 
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
@@ -92,7 +97,10 @@ class TensorTruthValue(Rule):
     No automatic fix: the replacement depends on whether the condition is element-wise.
 
     ## Known limitations
-    Helpers are followed one call deep, and only plain functions of the same file; attributes
+    Helpers are followed one call deep: plain functions and methods of the same file (reported in
+    the helper), and functions the file imports from another module of the project
+    (`from .ops import safe_norm`; reported at the call, naming the helper's line). A star import,
+    a name bound at run time or a function of an installed library is not followed. Attributes
     (`self.x`) and closure variables are not known to be tensors and are not checked. Functions
     decorated with `tf.function`, or passed to `tf.map_fn`/`tf.vectorized_map` (which convert their
     function with AutoGraph), are not part of the unconverted body. Branches that test
@@ -516,14 +524,21 @@ def running_max(x):
             autograph = converted(ctx, record)
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
-                for expr, construct in truth_tests(ctx, func):
-                    if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
-                        continue
-                    verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
-                            "assert": "asserts on", "max()": "compares", "min()": "compares",
-                            "sorted()": "compares"}.get(construct, "takes the truth value of")
-                    finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
-                                           f"{GRAPH} this {_bool_error(autograph, construct)}; "
-                                           f"{_INSTEAD[construct]}")
-                    if finding:
+                for expr, message in self.problems(ctx, func, who, facts, autograph):
+                    if finding := report(expr, message):
                         yield finding
+            yield from helper_leads(self, ctx, record)
+
+    @staticmethod
+    def problems(ctx: LintContext, func: FuncNode, who: str, facts: Tensors,
+                 autograph: str | None) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each truth test on a tensor in one body, with its message (also asked of a helper
+        another module defines: cg_lint/rules/lead_answers.py)."""
+        for expr, construct in truth_tests(ctx, func):
+            if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
+                continue
+            verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
+                    "assert": "asserts on", "max()": "compares", "min()": "compares",
+                    "sorted()": "compares"}.get(construct, "takes the truth value of")
+            yield expr, (f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
+                         f"{GRAPH} this {_bool_error(autograph, construct)}; {_INSTEAD[construct]}")
