@@ -29,3 +29,7 @@ def check():
         x, y = polar(r, theta)
         loss = x + y
     return tape.gradient(loss, [r, theta])
+
+
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()

@@ -34,3 +34,7 @@ def check():
         tape.watch(x)
         y = reverse_gradient(x)
     return tape.gradient(y, x)
+
+
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()

@@ -31,3 +31,7 @@ def check():
         tape.watch(x)
         y = CHILD(x)
     return tape.gradient(y, x)
+
+
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()

@@ -33,3 +33,7 @@ def check():
         out = moments(x)
         loss = out.mean + out.var
     return tape.gradient(loss, x)
+
+
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()

@@ -29,4 +29,8 @@ def check():
     return tape.gradient(loss, x)
 
 
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()
+
+
 TRUTH = 31.0  # 10 * 3 + 1

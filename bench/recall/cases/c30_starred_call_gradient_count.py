@@ -26,3 +26,7 @@ def check():
         tape.watch(state)
         y = cell(*state)
     return tape.gradient(y, list(state))
+
+
+def graph_check():  # the same under tf.function, as the report runs it
+    return tf.function(check)()
