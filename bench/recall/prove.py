@@ -3,11 +3,11 @@
     python bench/recall/prove.py            # writes bench/recall/proof.txt
     python bench/recall/prove.py --check    # exits 1 when a case no longer fails as recorded
 
-Each case in ``cases/`` defines ``check()``, which takes a gradient (or builds the model) through
-the buggy code and returns the result as a Python list, and ``TRUTH`` when the bug gives a wrong
-value instead of an error. A case may define ``graph_check()`` when ``tf.function(check)`` is not
-how its graph-mode failure is reached (a Keras model traced with an unknown batch). A case is
-proven when, in at least one mode, it raises or its value differs from ``TRUTH``.
+Each case in ``cases/`` defines ``run_case()``, which takes a gradient (or builds the model)
+through the buggy code and returns the result, ``graph_check()``, which does the same under
+``tf.function`` (with an unknown batch where Keras would trace one), and ``TRUTH`` when the bug
+gives a wrong value instead of an error. A case is proven when, in at least one mode, it raises or
+its value differs from ``TRUTH``.
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ def prove(path: Path) -> list[str]:
 
     module = load(path)
     truth = getattr(module, "TRUTH", None)
-    graph = getattr(module, "graph_check", None) or tf.function(module.check)
+    graph = getattr(module, "graph_check", None) or tf.function(module.run_case)
     lines, failed = [], False
-    for mode, fn in (("eager", module.check), ("tf.function", graph)):
+    for mode, fn in (("eager", module.run_case), ("tf.function", graph)):
         ran, text = outcome(fn)
         wrong = ran and truth is not None and text != f"OK {rounded(truth)}"
         failed |= not ran or wrong

@@ -23,7 +23,7 @@ def frozen_identity(x):
     return tf.identity(x), grad
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -32,4 +32,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

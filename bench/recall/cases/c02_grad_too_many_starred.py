@@ -19,7 +19,7 @@ def weighted_sum(a, b):
     return a + 2.0 * b, grad
 
 
-def check():
+def run_case():
     a, b = tf.constant(1.0), tf.constant(2.0)
     with tf.GradientTape() as tape:
         tape.watch([a, b])
@@ -28,4 +28,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -22,7 +22,7 @@ def polar(r, theta):
     return (x, y), grad
 
 
-def check():
+def run_case():
     r, theta = tf.constant(2.0), tf.constant(0.5)
     with tf.GradientTape() as tape:
         tape.watch([r, theta])
@@ -32,4 +32,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -16,7 +16,7 @@ def margin(x):
     return y, lambda dy, dmask: dy * tf.cast(x > 0.5, dy.dtype)
 
 
-def check():
+def run_case():
     x = tf.constant([0.2, 1.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -25,4 +25,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -24,7 +24,7 @@ def flip_gradient(scale):
     return flip
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -33,4 +33,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

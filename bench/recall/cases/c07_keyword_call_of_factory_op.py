@@ -21,7 +21,7 @@ def make_loss(weight):
     return loss
 
 
-def check():
+def run_case():
     x = tf.constant([4.0, 5.0])
     y = tf.constant([5.0, 7.0])
     op = make_loss(1000.0)
@@ -32,7 +32,7 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()
 
 
 TRUTH = [-2000.0, -4000.0]  # the custom gradient, 1000 times d/dx

@@ -19,7 +19,7 @@ def block(x, training=False):
 checkpointed = tf.recompute_grad(block)
 
 
-def check():
+def run_case():
     x = tf.constant([[1.0, 2.0]])
     with tf.GradientTape() as tape:
         y = checkpointed(x, training=True)
@@ -28,4 +28,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -26,7 +26,7 @@ def multiply_by_w(x):
     return y, grad_fn
 
 
-def check():
+def run_case():
     x = tf.constant(5.0)
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -35,4 +35,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

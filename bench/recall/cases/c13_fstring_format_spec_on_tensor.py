@@ -17,7 +17,7 @@ def clipped(x):
     return tf.clip_by_value(x, -1.0, 1.0), lambda dy: dy * tf.cast(tf.abs(x) <= 1.0, dy.dtype)
 
 
-def check():
+def run_case():
     x = tf.constant([0.5, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -26,4 +26,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

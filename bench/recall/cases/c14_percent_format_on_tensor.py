@@ -21,7 +21,7 @@ def mean_rows(x):
     return tf.reduce_mean(x, axis=0), grad
 
 
-def check():
+def run_case():
     x = tf.constant([[1.0], [3.0]])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -30,4 +30,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

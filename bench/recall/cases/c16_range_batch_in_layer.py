@@ -35,7 +35,7 @@ def gradient_of(x):
     return tape.gradient(y, x)
 
 
-def check():
+def run_case():
     return gradient_of(tf.constant([[1.0, 2.0], [3.0, 4.0]]))
 
 

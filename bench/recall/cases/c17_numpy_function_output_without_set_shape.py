@@ -26,7 +26,7 @@ def np_sin(x):
     return y, grad
 
 
-def check():
+def run_case():
     x = tf.constant([[0.0, 1.0]])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -35,4 +35,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -25,7 +25,7 @@ class Child(Base):
 CHILD = Child()
 
 
-def check():
+def run_case():
     x = tf.constant([0.5, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -34,4 +34,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -29,7 +29,7 @@ def safe_log(x):
     return tf.math.log(x), lambda dy: dy / x
 
 
-def check():
+def run_case():
     x = tf.constant([0.5, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -38,4 +38,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

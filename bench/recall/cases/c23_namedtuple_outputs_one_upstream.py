@@ -26,7 +26,7 @@ def moments(x):
     return MeanVar(mean, var), grad
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, 2.0, 4.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -36,4 +36,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

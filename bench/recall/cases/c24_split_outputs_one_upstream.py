@@ -20,7 +20,7 @@ def thirds(x):
     return parts, grad
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, 2.0, 3.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -30,4 +30,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -20,7 +20,7 @@ def affine_parts(x):
     return out, grad
 
 
-def check():
+def run_case():
     x = tf.constant(1.0)
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -30,7 +30,7 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()
 
 
 TRUTH = 31.0  # 10 * 3 + 1

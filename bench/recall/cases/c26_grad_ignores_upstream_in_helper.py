@@ -22,7 +22,7 @@ def hard_tanh(x):
     return tf.clip_by_value(x, -1.0, 1.0), grad
 
 
-def check():
+def run_case():
     x = tf.constant([0.5, 2.0, -0.5, 0.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -31,7 +31,7 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()
 
 
 TRUTH = [0.25, 0.0, 0.25, 0.25]

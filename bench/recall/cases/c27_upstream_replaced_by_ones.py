@@ -22,7 +22,7 @@ def reverse(hp_lambda):
     return flip
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, 2.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -31,7 +31,7 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()
 
 
 TRUTH = [-1.5, -1.5]

@@ -22,7 +22,7 @@ def unit_interval(x):
     return tf.clip_by_value(x, 0.0, 1.0), grad
 
 
-def check():
+def run_case():
     x = tf.constant([0.5, 0.25])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -31,4 +31,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -20,7 +20,7 @@ def cell(*inputs):
     return total, grad
 
 
-def check():
+def run_case():
     state = (tf.constant(1.0), tf.constant(2.0), tf.constant(3.0))
     with tf.GradientTape() as tape:
         tape.watch(state)
@@ -29,4 +29,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -20,7 +20,7 @@ def normalize(x):
     return x / norm, grad
 
 
-def check():
+def run_case():
     x = tf.constant([3.0, 4.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -29,4 +29,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()

@@ -24,7 +24,7 @@ def active_mean(x):
     return y, grad
 
 
-def check():
+def run_case():
     x = tf.constant([1.0, -2.0, 3.0])
     with tf.GradientTape() as tape:
         tape.watch(x)
@@ -33,4 +33,4 @@ def check():
 
 
 def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(check)()
+    return tf.function(run_case)()
