@@ -361,6 +361,21 @@ def thrice(x):
 
 # tf: grad(thrice, [1.0, 2.0]) => eager raises return 2 gradients, but returned 1; graph raises too few gradients
 """,
+        """
+import tensorflow as tf
+
+def make_sum():
+    @tf.custom_gradient
+    def total(*xs):
+        return tf.add_n(list(xs)), lambda dy: (dy, dy)  # expect: CG003
+    return total
+
+def apply(a, b, c):
+    op = make_sum()
+    return op(a, b, c)  # the factory's custom gradient, called with three inputs
+
+# tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:

@@ -20,7 +20,8 @@ class KeywordArguments(Rule):
     """Keyword arguments passed to a custom-gradient function (including `functools.partial`).
 
     ## What it does
-    Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
+    Flags calls of a custom-gradient function defined in the same file (or returned by a factory
+    function there: `op = make_op(); op(x=...)`) that pass keyword arguments,
     directly or through a `**mapping` whose keys the file spells (`f(x, **{"scale": 3.0})`,
     `f(x, **OPTIONS)` with `OPTIONS = {...}` or `dict(scale=3.0)`), `functools.partial(f,
     name=value)` bindings of one, and calls that forward `**kwargs` to a custom-gradient function
@@ -156,6 +157,24 @@ def apply(x):
 
 # tf: grad(apply, [1.0, 2.0]) => both ok [[3.0, 3.0]]
 """,
+        """
+import tensorflow as tf
+
+def make(weight):
+    @tf.custom_gradient
+    def scaled(x):
+        return x * weight, lambda dy: dy * weight
+
+    def call(x, scale=1.0):
+        return scaled(x) * scale
+    return call  # the factory hands out `call`, not the custom gradient
+
+def apply(x):
+    op = make(weight=2.0)  # a keyword to the factory: configuration
+    return op(x, scale=3.0)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok [[6.0, 6.0]]
+""",
     )
     INVALID = (
         """
@@ -218,6 +237,23 @@ def apply(x):
     return scaled(x, **OPTIONS)  # expect: CG008
 
 # tf: grad(apply, [1.0, 2.0]) => eager raises return 1 gradients; graph raises only when eager
+""",
+        """
+import tensorflow as tf
+
+def make_loss(weight):
+    @tf.custom_gradient
+    def loss(x, y):
+        def grad(dz):
+            return dz * weight * 2.0 * (x - y), -dz * 2.0 * (x - y)
+        return tf.reduce_sum(tf.square(x - y)), grad
+    return loss
+
+def apply(a, b):
+    op = make_loss(1000.0)
+    return op(x=a, y=b)  # expect: CG008
+
+# tf: grad(apply, [4.0, 5.0], [5.0, 7.0]) => eager wrong [[-2000.0, -4000.0], [2.0, 4.0]]; graph raises only when eager
 """,
     )
 
