@@ -303,6 +303,20 @@ def clipped(x):
 
 # tf: grad(clipped, [0.5, 2.0]) => both ok
 """,
+        """
+try:
+    import tensorflow as tf
+except ImportError:  # the fallback stands in for the try body's import
+    tf = None
+
+@tf.custom_gradient
+def rows(x):
+    if x.shape.rank != 2:  # static: a Python bool when traced
+        x = tf.reshape(x, [1, -1])
+    return tf.identity(x), lambda dy: tf.reshape(dy, [-1])
+
+# tf: grad(rows, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -506,6 +520,20 @@ def running_max(x):
     return y, lambda dy: dy
 
 # tf: grad(running_max, [0.5, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+try:
+    import tensorflow as tf
+except ImportError:  # a build installed under another name
+    import tensorflow_cpu as tf
+
+@tf.custom_gradient
+def unit_interval(x):
+    def grad(dy):
+        return dy if 0.0 < tf.reduce_min(x) < 1.0 else tf.zeros_like(dy)  # expect: CG009
+    return tf.clip_by_value(x, 0.0, 1.0), grad
+
+# tf: grad(unit_interval, [0.5, 0.25]) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
     )
 
