@@ -31,8 +31,10 @@ class GradientCountMismatch(Rule):
     of its `(input_grads, variable_grads)` pair, except in a branch that runs only when TF passes no
     variables (`if variables is None:`), where TF called `grad(*upstreams)` and every returned value
     is an input gradient. Parameters with defaults count only when passed, so the expected count is a
-    range unless calls in the same file pin it; when calls pass different numbers of inputs, the
-    call that disagrees with what grad returns is reported.
+    range unless calls in the same file pin it (calls of the name, of a factory that returns the
+    custom gradient, `f(*state)` with `state` a tuple the file spells; a call with keyword
+    arguments is CG008's); when calls pass different numbers of inputs, the call that disagrees
+    with what grad returns is reported.
 
     ## Why is this bad?
     Eagerly, TensorFlow raises `ValueError: custom_gradient function expected to return 2 gradients,
@@ -254,6 +256,20 @@ b = diff(tf.constant(1.0), y=tf.constant(2.0))  # a keyword: CG008 reports this 
 
 # tf: grad(diff, [1.0], [2.0]) => both ok
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair_sum(*xs):
+    return tf.add_n(list(xs)), lambda dy: (dy, dy)
+
+def apply(x, y):
+    parts = [x]
+    parts.append(y)  # a list that grows: two inputs by the time of the call
+    return pair_sum(*parts)
+
+# tf: grad(apply, [1.0], [2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -373,6 +389,19 @@ def make_sum():
 def apply(a, b, c):
     op = make_sum()
     return op(a, b, c)  # the factory's custom gradient, called with three inputs
+
+# tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def cell(*inputs):
+    return tf.add_n(list(inputs)), lambda dy: (dy, dy)  # expect: CG003
+
+def apply(a, b, c):
+    state = (a, b, c)
+    return cell(*state)  # three inputs
 
 # tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
 """,
