@@ -15,8 +15,9 @@ rule that reads more must extend this):
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
   stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
   instead: defs that the roots and call sites name (helpers whose returns the tensor analysis
-  reads, one call deep) and classes that mention ``Variable``/``add_weight`` (a module-level object
-  built from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
+  reads, one call deep), classes they call (CG012 reads the bases and methods of an object passed
+  as an input) and classes that mention ``Variable``/``add_weight`` (a module-level object built
+  from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
   are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
@@ -327,7 +328,8 @@ class _Reduction:
                     if other.state != _BLANK:
                         continue
                     if (other.is_def and name in helper_words
-                            or other.name is not None and not other.is_def and self.mentions(other, _VARIABLE_WORDS)):
+                            or other.name is not None and not other.is_def and (
+                                self.mentions(other, _VARIABLE_WORDS) or name in helper_words)):
                         other.state = _FULL
                         self.full.append(other)
                         for m in other.members:
