@@ -2,8 +2,8 @@
 
 Source: https://github.com/tensorflow/tensorflow/issues/50170
 Bug: the report: a tf.Variable used inside grad of a custom gradient called in tf.cond under
-tf.function crashes when the gradient is built. Here grad reads the variable through a
-module-level helper.
+tf.function fails when the gradient is taken ("Tensor.graph is undefined when eager execution is
+enabled"). Here grad reads the variable through a module-level helper.
 Expect: CG018
 """
 
@@ -16,23 +16,26 @@ def _times_w(g):
     return g * w
 
 
-@tf.custom_gradient
-def multiply_by_w(x):
-    y = w * x
+@tf.function
+def test(x):
+    @tf.custom_gradient
+    def multiply_by_w(x):
+        y = w * x
 
-    def grad_fn(grad_y):
-        return _times_w(grad_y)
+        def grad_fn(grad_y):
+            return _times_w(grad_y)
 
-    return y, grad_fn
+        return y, grad_fn
 
-
-def run_case():
-    x = tf.constant(5.0)
     with tf.GradientTape() as tape:
         tape.watch(x)
         y = tf.cond(tf.constant(True), lambda: multiply_by_w(x), lambda: x)
     return tape.gradient(y, x)
 
 
-def graph_check():  # the same under tf.function, as the report runs it
-    return tf.function(run_case)()
+def run_case():
+    return test.python_function(tf.constant(5.0))  # the same code, eagerly
+
+
+def graph_check():  # as the report runs it
+    return test(tf.constant(5.0))
