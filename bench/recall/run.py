@@ -2,6 +2,7 @@
 
     python bench/recall/run.py              # the table and the numbers
     python bench/recall/run.py --markdown   # the same table as README.md shows it
+    python bench/recall/run.py --checkout ../other   # the cg_lint of another checkout (a baseline)
 
 A case's docstring names the code that should flag it (``Expect: CG003``), or ``new:CGxxx`` when
 no rule of this checkout covers it yet (those count as misses). A case is *found* when cg-lint
@@ -69,18 +70,18 @@ def cases() -> list[Case]:
     return out
 
 
-def lint(paths: list[Path]) -> list[dict]:
-    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+def lint(paths: list[Path], checkout: Path = CHECKOUT) -> list[dict]:
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     cmd = [sys.executable, "-m", "cg_lint", "--no-cache", "--isolated", "--format", "json", *map(str, paths)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=checkout, check=False)
     if done.returncode not in (0, 1):
         sys.exit(f"run.py: cg-lint failed ({done.returncode}): {done.stderr.strip()[:500]}")
     return json.loads(done.stdout)
 
 
-def results() -> list[Result]:
+def results(checkout: Path = CHECKOUT) -> list[Result]:
     known = cases()
-    findings = lint([CASES / f"{c.name}.py" for c in known])
+    findings = lint([CASES / f"{c.name}.py" for c in known], checkout)
     by_case: dict[str, set[str]] = {}
     for finding in findings:
         by_case.setdefault(Path(finding["path"]).stem, set()).add(finding["code"])
@@ -112,8 +113,9 @@ def _short(url: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--markdown", action="store_true", help="print the README table")
+    parser.add_argument("--checkout", type=Path, default=CHECKOUT, help="whose cg_lint to run (default: this one)")
     args = parser.parse_args(argv)
-    rows = results()
+    rows = results(args.checkout.resolve())
     if args.markdown:
         print(markdown(rows), end="")
     else:
