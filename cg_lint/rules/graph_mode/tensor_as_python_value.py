@@ -214,6 +214,19 @@ def logged(x):
 
 # tf: grad(logged, [1.0, 2.0]) => both ok
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair(a, b):
+    def grad(*args):
+        n = len(args)  # the tuple of upstreams: a Python length
+        (da, db) = args
+        return da * float(n) / 2.0 + db * 0.0, db * float(n) / 2.0 + da * 0.0
+    return (a * 1.0, b * 1.0), grad
+
+# tf: grad(pair, [1.0, 2.0], [3.0, 4.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -369,6 +382,19 @@ def softplus(x):
     return tf.math.softplus(x), grad
 
 # tf: grad(softplus, [0.0, 1.0]) => eager ok; graph raises Cannot convert a symbolic tf.Tensor
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def clipped_identity(x):
+    def grad(*args):
+        (upstream,) = args
+        size = abs(float(upstream))  # expect: CG010
+        return upstream / max(size, 1.0)
+    return tf.identity(x), grad
+
+# tf: grad(clipped_identity, 3.0) => eager ok; graph raises float() argument must be
 """,
     )
 

@@ -54,13 +54,14 @@ class TensorTruthValue(Rule):
     Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not`, `bool()`, and the
     builtins that compare or truth-test what they are given (`max(a, b)`, `min(a, b)`,
     `any([a, b])`, `all(...)`, `sorted(...)`), and chained comparisons (`lo <= x <= hi` is
-    `(lo <= x) and (x <= hi)`) applied to a tensor in the forward or in grad, and in
-    every function nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and
-    lambdas run unconverted too. Tensors are the forward's positional inputs, grad's upstream
-    gradients, results of TF ops, arithmetic, comparisons and subscripts of those, parameters of a
-    nested function that every call passes a tensor, and what a helper function of the same file
-    returns when its `return` is one (`def first(t): return tf.gather(t, 0)`). Shapes, dtypes,
-    `x is None`, `isinstance` and Python constants are not tensors and are fine.
+    `(lo <= x) and (x <= hi)`) applied to a tensor in the forward or in grad, and in every function
+    nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and lambdas run
+    unconverted too. Tensors are the forward's positional inputs, grad's upstream gradients (also
+    those unpacked from `*args`: `(dy,) = args`), results of TF ops, arithmetic, comparisons and
+    subscripts of those, parameters of a nested function that every call passes a tensor, and what
+    a helper function of the same file returns when its `return` is one (`def first(t): return
+    tf.gather(t, 0)`). Shapes, dtypes, `x is None`, `isinstance` and Python constants are not
+    tensors and are fine.
 
     ## Why is this bad?
     AutoGraph never converts custom-gradient bodies, even inside an AutoGraph-converted
