@@ -37,11 +37,11 @@ class TensorAsPythonValue(Rule):
     `int(t)`, `float(t)`, `len(t)`, `np.*(t)`, `range(t)` (including `for i in range(t)`) and
     iterating a tensor: `for row in t`, `for i in tf.range(n)`, comprehensions, and the builtins
     that iterate their argument (`list`, `tuple`, `sum`, `max(t)`, `min(t)`, `any`, `all`,
-    `sorted`, `enumerate`, `zip`, `map`...), `keras.ops.convert_to_numpy(t)`, and string formatting
-    that needs the tensor's value: a numeric `%` conversion (`"%d" % t`, `"%.3f" % (t,)`), a format
-    spec on the tensor itself (`f"{t:.3f}"`, `format(t, ".3f")`, `"{:.3f}".format(t)`), where `t` is
-    a tensor (see CG009 for what counts as one). `%s`, `{}` and `f"{t}"` format a symbolic tensor
-    as text and are fine.
+    `sorted`, `enumerate`, `zip`, `map`...), `keras.ops.convert_to_numpy(t)` (and `K.get_value`,
+    `K.eval`), and string formatting that needs the tensor's value: a numeric `%` conversion
+    (`"%d" % t`, `"%.3f" % (t,)`), a format spec on the tensor itself (`f"{t:.3f}"`,
+    `format(t, ".3f")`, `"{:.3f}".format(t)`), where `t` is a tensor (see CG009 for what counts as
+    one). `%s`, `{}` and `f"{t}"` format a symbolic tensor as text and are fine.
 
     ## Why is this bad?
     AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
@@ -374,14 +374,16 @@ def mean_rows(x):
         """
 import keras
 import tensorflow as tf
+from tensorflow.keras import backend as K
 
 @tf.custom_gradient
 def softplus(x):
     def grad(dy):
-        return dy * keras.ops.convert_to_numpy(tf.sigmoid(x))  # expect: CG010
+        scale = K.get_value(tf.reduce_mean(dy))  # expect: CG010
+        return dy * keras.ops.convert_to_numpy(tf.sigmoid(x)) * scale / scale  # expect: CG010
     return tf.math.softplus(x), grad
 
-# tf: grad(softplus, [0.0, 1.0]) => eager ok; graph raises Cannot convert a symbolic tf.Tensor
+# tf: grad(softplus, [0.0, 1.0]) => eager ok; graph raises numpy
 """,
         """
 import tensorflow as tf
@@ -514,7 +516,9 @@ def _autograph_handles(node: cst.CSTNode) -> bool:
 
 # Keras's conversions to NumPy: they read the value, as .numpy() does
 _TO_NUMPY = frozenset({f"{keras}.{path}.convert_to_numpy" for keras in ("keras", "tensorflow.keras", "tf_keras")
-                       for path in ("ops", "src.ops", "ops.core", "src.ops.core")})
+                       for path in ("ops", "src.ops", "ops.core", "src.ops.core")}
+                      | {f"{keras}.backend.{fn}" for keras in ("keras", "tensorflow.keras", "tf_keras")
+                         for fn in ("get_value", "eval")})
 
 # builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate
 _ITERATING = frozenset({"list", "tuple", "set", "frozenset", "sum", "max", "min", "any", "all", "sorted",
