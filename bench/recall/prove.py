@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
 PROOF = HERE / "proof.txt"
+_ADDRESS = re.compile(r"0x[0-9a-f]+")
 
 
 def load(path: Path) -> ModuleType:
@@ -48,7 +50,8 @@ def outcome(fn: Callable[[], object]) -> tuple[bool, str]:
         value = fn()
     except Exception as error:  # noqa: BLE001 - the exception is what we record
         lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
-        return False, f"RAISES {type(error).__name__}: {lines[-1][:160] if lines else ''}"
+        last = _ADDRESS.sub("0x...", lines[-1]) if lines else ""  # object addresses change per run
+        return False, f"RAISES {type(error).__name__}: {last[:160]}"
     if hasattr(value, "numpy"):
         value = value.numpy()
     if hasattr(value, "tolist"):
