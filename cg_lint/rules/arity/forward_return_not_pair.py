@@ -51,7 +51,9 @@ class ForwardReturnNotPair(Rule):
     run before. Swapped or missing gradient functions are not fixed automatically.
 
     ## Known limitations
-    A return value built by a helper call (`return make_pair(x)`) is not checked.
+    A return value built by a helper call is checked only when every return of the helper is one
+    value that is no function (`return _finish(y)`); a helper that builds the pair
+    (`return make_pair(x)`) is not checked.
     """
 
     code = CG001
