@@ -33,6 +33,7 @@ CAUGHT = frozenset({
     "c37_list_input_one_gradient", "c38_module_level_grad_one_upstream", "c39_nested_outputs_two_upstreams",
     "c40_numpy_in_layer_method_helper", "c41_chained_comparison_ste_mask", "c42_unpacked_upstream_to_float",
     "c43_upstream_dropped_in_helper", "c44_forward_returns_helper_output_only",
+    "c45_indexed_upstream_gradient_count",
 })
 
 

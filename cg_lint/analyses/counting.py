@@ -104,7 +104,8 @@ def _enclosing_func(index: FileIndex, node: cst.CSTNode):
 
 
 def grad_counter(record: CustomGradient, grad: GradFn, index: FileIndex) -> Counter:
-    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params, helpers=helper_returns(index))
+    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params, helpers=helper_returns(index),
+                   flat_params=True)
 
 
 def helper_returns(index: FileIndex):

@@ -270,6 +270,17 @@ def apply(x, y):
 
 # tf: grad(apply, [1.0], [2.0]) => both ok
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def first_of_two(x):
+    def grad(*dys):
+        return dys[0] + dys[-1]  # one tensor built from both upstreams
+    return (x * 1.0, x * 1.0), grad
+
+# tf: grad(first_of_two, [1.0, 2.0]) => both ok [[2.0, 2.0]]
+""",
     )
     INVALID = (
         """
@@ -404,6 +415,18 @@ def apply(a, b, c):
     return cell(*state)  # three inputs
 
 # tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def add(a, b):
+    return a + b, lambda *dys: dys[0]  # expect: CG003
+
+def apply(a, b):
+    return add(a, b)
+
+# tf: grad(apply, [1.0], [2.0]) => eager raises return 2 gradients; graph raises too few gradients
 """,
     )
 
