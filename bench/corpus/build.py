@@ -11,8 +11,9 @@ from local git directories ``DIR/<owner>+<name>`` (a bare repository, or one wit
 
 Python files over ``MAX_BYTES`` are left out: the linter needs the project's modules (call sites
 and ``tf.function`` callers live in other files), not generated tables. Notebooks that are kept
-are converted to scripts (code cells in order, IPython magics and shell escapes turned into `pass` with the line as a comment), so
-the linter sees them as the notebook would run top to bottom.
+are converted to scripts (code cells in order, each IPython magic or shell escape turned into
+``pass`` with the line as a comment), so the linter sees them as the notebook would run top to
+bottom.
 
 Idempotent: a repository whose folder already records its commit and file list is left alone.
 Errors are one line per repository; the run ends with a summary line and exits 1 if any failed.
