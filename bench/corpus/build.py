@@ -1,6 +1,7 @@
 """Rebuild the corpus of public projects with custom gradients from manifest.tsv.
 
     python bench/corpus/build.py [--mirrors DIR] [--only OWNER/NAME ...] [--dest DIR] [--jobs N]
+    python bench/corpus/build.py --manifest heldout.tsv ...   # the held-out set, into src-heldout/
 
 Each manifest row names a repository, the commit the corpus was taken at and the files kept (git
 pathspec-style globs, ``;``-separated). The files land in ``src/<owner>+<name>/`` beside this
@@ -10,8 +11,9 @@ from local git directories ``DIR/<owner>+<name>`` (a bare repository, or one wit
 
 Python files over ``MAX_BYTES`` are left out: the linter needs the project's modules (call sites
 and ``tf.function`` callers live in other files), not generated tables. Notebooks that are kept
-are converted to scripts (code cells in order, IPython magics and shell escapes commented out), so
-the linter sees them as the notebook would run top to bottom.
+are converted to scripts (code cells in order, each IPython magic or shell escape turned into
+``pass`` with the line as a comment), so the linter sees them as the notebook would run top to
+bottom.
 
 Idempotent: a repository whose folder already records its commit and file list is left alone.
 Errors are one line per repository; the run ends with a summary line and exits 1 if any failed.
@@ -55,6 +57,17 @@ class Entry:
 
 class BuildError(Exception):
     """A repository could not be built; the message is the one line the user sees."""
+
+
+def default_src(manifest: Path) -> Path:
+    """Where a manifest's projects live: ``src/`` for manifest.tsv, ``src-<stem>/`` for another one
+    (so the held-out set never mixes with the tuned-on corpus)."""
+    return HERE / ("src" if manifest.name == MANIFEST.name else f"src-{manifest.stem}")
+
+
+def resolve_manifest(path: Path) -> Path:
+    # a bare name (``heldout.tsv``) means the file beside this script
+    return path if path.exists() or path.parent != Path(".") else HERE / path
 
 
 def read_manifest(path: Path) -> list[Entry]:
@@ -118,6 +131,13 @@ def select_files(git_dir: Path, entry: Entry) -> list[str]:
     return sorted(chosen)
 
 
+def _silence(line: str) -> str:
+    # a magic or shell escape becomes `pass`, kept at its indentation: alone in a block
+    # (`try:` then `%tensorflow_version 2.x`) a comment would leave the block empty
+    body = line.lstrip()
+    return f"{line[:len(line) - len(body)]}pass  # {body}"
+
+
 def notebook_to_script(raw: bytes) -> bytes:
     cells = json.loads(raw).get("cells", [])
     chunks = []
@@ -126,7 +146,7 @@ def notebook_to_script(raw: bytes) -> bytes:
             continue
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else source
-        lines = [f"# {line}" if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines()]
+        lines = [_silence(line) if line.lstrip().startswith(("%", "!")) else line for line in text.splitlines()]
         chunks.append("\n".join(lines))
     return ("\n\n# %%\n".join(chunks) + "\n").encode()
 
@@ -193,12 +213,17 @@ def build_one(entry: Entry, dest_root: Path, mirrors: Path | None) -> tuple[str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirrors", type=Path, help="folder of local git directories named owner+name")
-    parser.add_argument("--dest", type=Path, default=HERE / "src", help="output folder (default: src/ here)")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--dest", type=Path, help="output folder (default: src/ here, or src-<stem>/ for "
+                        "another manifest)")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="manifest.tsv (default) or heldout.tsv")
     parser.add_argument("--only", nargs="+", metavar="OWNER/NAME", help="build just these repositories")
     parser.add_argument("--jobs", type=int, default=2, help="repositories built at once (default 2)")
     args = parser.parse_args(argv)
 
+    args.manifest = resolve_manifest(args.manifest)
+    if not args.manifest.is_file():
+        parser.error(f"no manifest at {args.manifest}")
+    args.dest = args.dest or default_src(args.manifest)
     entries = read_manifest(args.manifest)
     if args.only:
         unknown = set(args.only) - {e.repo for e in entries}

@@ -2,6 +2,7 @@
 
     python bench/corpus/lint.py            # default settings, as a new user runs it
     python bench/corpus/lint.py -- --trace-context always
+    python bench/corpus/lint.py --manifest heldout.tsv   # the held-out set (src-heldout/)
 
 Prints each finding with its verdict (``untriaged`` for one the table does not know), the
 verdicts the table holds that the run no longer reports, and the precision: true bugs over all
@@ -20,6 +21,9 @@ from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import build  # noqa: E402  (beside this script: where each manifest's projects are built)
+
 CHECKOUT = HERE.parent.parent
 
 Key = tuple[str, str, int, str]
@@ -48,11 +52,19 @@ def key_of(finding: dict, src: Path) -> Key:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--src", type=Path, default=HERE / "src", help="the rebuilt corpus (build.py)")
+    parser.add_argument("--manifest", type=Path, default=build.MANIFEST,
+                        help="which set: manifest.tsv (default) or heldout.tsv; picks the default --src")
+    parser.add_argument("--src", type=Path, help="the rebuilt corpus (build.py); default src/ or src-heldout/")
     parser.add_argument("extra", nargs="*", help="more cg-lint arguments (after --)")
     args = parser.parse_args(argv)
+    args.manifest = build.resolve_manifest(args.manifest)
+    if not args.manifest.is_file():
+        print(f"lint.py: no manifest at {args.manifest}", file=sys.stderr)
+        return 2
+    args.src = args.src or build.default_src(args.manifest)
     if not args.src.is_dir():
-        print(f"lint.py: {args.src} does not exist: run bench/corpus/build.py first", file=sys.stderr)
+        print(f"lint.py: {args.src} does not exist: run bench/corpus/build.py --manifest {args.manifest.name} first",
+              file=sys.stderr)
         return 2
     table = verdicts()
     found = {key_of(f, args.src): f for f in run(args.src, args.extra)}
@@ -61,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         verdict, why = table.get(key, ("untriaged", ""))
         counts[verdict] += 1
         print(f"{verdict:15} {key[0]}/{key[1]}:{key[2]} {key[3]} {why}  {finding['message'][:100]}")
-    gone = Counter(table[k][0] for k in table if k not in found)
+    # triage.tsv holds both sets' verdicts: count as gone only this manifest's repositories
+    repos = {entry.repo for entry in build.read_manifest(args.manifest)}
+    gone = Counter(table[k][0] for k in table if k not in found and k[0] in repos)
     total = sum(counts.values())
     print(f"\n{total} findings: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
     print("no longer reported: " + (", ".join(f"{n} {v}" for v, n in sorted(gone.items())) or "none"))
