@@ -24,10 +24,11 @@ UPSTREAM_DEFECTS = {
     "UnitUpstreamGain.__call__.<locals>.scaled": "grad is not linear in its upstream gradient: for 'gain'",
     "clipped_with_constant": "grad is not linear in its upstream gradient",
     "own_normalize": "grad is not linear in its upstream gradient: for 'x'",
+    "sqrt_minus_one": "grad is not linear in its upstream gradient: for 'x'",
 }
 UPSTREAM_CORRECT = ["straight_through", "reverse_gradient", "clipped_square", "normalised_identity",
                     "l2_normalised_identity", "noisy_identity", "zero_gradient", "aliased_clip",
-                    "masked_in_grad", "noise_added_in_grad"]
+                    "masked_in_grad", "noise_added_in_grad", "sqrt_no_nan"]
 MODE_DEFECTS = {
     "eager_only_factor": "eager and tf.function gradients differ for 'x'",
     "eager_only_forward": "eager and tf.function forwards differ (output 0",
@@ -237,3 +238,16 @@ def test_on_tensorflow_a_reset_seed_fixes_grad_s_draws():
         assert not np.array_equal(at_seed(m.noise_added_in_grad, U1), at_seed(m.noise_added_in_grad, U1, seed=6))
     finally:
         tf.random.set_seed(None)
+
+
+def test_linearity_is_judged_where_the_gradient_is_finite():
+    """On an input outside the forward's domain (sqrt of -1) the gradient is NaN in every pass:
+    NaN is never equal to NaN, and was read as "not linear" (tf-quant-finance's _sqrt_no_nan)."""
+    from runtime_check.linearity import check
+
+    m = load("upstream")
+    x = tf.constant([4.0, -1.0])
+    assert check(m.sqrt_no_nan, [x], ["x"], [x], []).code == ""
+    verdict = check(m.sqrt_minus_one, [x], ["x"], [x], [])
+    assert verdict.code == "CG110" and "for 'x'" in verdict.message
+    assert check(m.sqrt_no_nan, [tf.constant([-1.0, -4.0])], ["x"], [tf.constant([-1.0, -4.0])], []).code == ""
