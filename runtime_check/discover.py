@@ -221,31 +221,23 @@ def _parsed(path: str) -> Any:
 
 def returns_inner(path: str, outer: str, inner: str, called: bool = False) -> bool:
     """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it.
-    ``called``: ``return inner(f)`` counts too (``inner`` is itself a factory of the next level)."""
-    import ast as _ast
-
-    from .inputs.hints import find_function
-
-    tree = _parsed(path)
-    if tree is None:
+    ``called``: ``return inner(f)`` counts too (``inner`` is itself a factory of the next level).
+    Read through cg-lint's model: names resolved in their scopes, not matched by spelling."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError):
         return False
-    function = find_function(tree, outer)
-    if function is None:
-        return False
-    bound = {inner}
-    for node in _ast.walk(function):
-        if isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call) and \
-                any(isinstance(a, _ast.Name) and a.id == inner for a in node.value.args):
-            bound.update(t.id for t in node.targets if isinstance(t, _ast.Name))
-    def returned(value: Any) -> bool:
-        if isinstance(value, _ast.Name):
-            return value.id in bound
-        # return make_decorator(f, inner), return functools.wraps(f)(inner)
-        if called and isinstance(value, _ast.Call) and isinstance(value.func, _ast.Name) and value.func.id in bound:
-            return True
-        return isinstance(value, _ast.Call) and any(returned(a) for a in value.args)
+    returned = _returned(source, path, outer)
+    target = f"{outer}.<locals>.{inner}"
+    return target in returned.functions or called and target in returned.called
 
-    return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
+
+@functools.lru_cache(maxsize=64)
+def _returned(source: str, path: str, outer: str) -> Any:
+    from cg_lint.api import returned_functions
+
+    return returned_functions(source, path, outer)
 
 
 def probe_function(*args: Any, **kwargs: Any) -> Any:

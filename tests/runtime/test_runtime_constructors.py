@@ -97,12 +97,15 @@ def test_on_tensorflow_the_two_level_factory_gives_the_derivative(traced):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tf = pytest.importorskip("tensorflow")
-    for made in (module.numeric_gradient(tf.sin), module.numeric_gradient(step=1e-2)(tf.sin)):
+    def derivative(made, x):
         def run(x):
             with tf.GradientTape() as tape:
                 tape.watch(x)
                 y = made(x)
             return tape.gradient(y, x)
+        return (tf.function(run) if traced else run)(x)
+
+    for made in (module.numeric_gradient(tf.sin), module.numeric_gradient(step=1e-2)(tf.sin)):
         x = tf.constant([0.3, -1.2], tf.float64)
-        got = (tf.function(run) if traced else run)(x)
+        got = derivative(made, x)
         assert np.allclose(got.numpy(), np.cos(x.numpy()), atol=1e-4)
