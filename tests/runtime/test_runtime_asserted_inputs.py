@@ -97,11 +97,8 @@ def _load():
 
 @pytest.mark.tf
 def test_runtime_check_finds_the_inputs_and_reports_nothing(cli):
-    from conftest import Results
-
-    completed = cli("--format", "json", "image_ops.py")
-    assert Results(completed).findings == []
     text = cli("image_ops.py").stdout
+    assert "3 function(s) checked, 0 finding(s)" in text
     assert "image_ops.py:smooth.<locals>.func      ok      x: float32[2,4,6,8], kernel: a list [2,3]" in text
     assert "image_ops.py:upsample.<locals>.func    ok      x: float32[2,3,4,5]" in text
     assert "image_ops.py:downsample.<locals>.func  ok      x: float32[2,4,6,8]" in text

@@ -69,20 +69,19 @@ def test_objects_and_factories_are_built_from_what_the_source_says(cli):
     assert rows["constructed.py:make_gated.<locals>.gated"] == "ok", text.stdout
 
 
-def test_a_custom_gradient_two_factory_levels_deep_is_made_and_run(cli):
+def test_a_custom_gradient_two_factory_levels_deep_is_made_and_run():
     """``numeric_gradient()`` returns ``wrap``; ``wrap(f)`` returns the custom gradient ``made``,
     whose grad calls its sibling ``slope``: both are run, and the factory itself, which takes no
     tensors, is no CG130."""
-    from conftest import FIXTURES, Results
+    from conftest import FIXTURES
 
     from runtime_check import runner
     from runtime_check.targets import file_unit
 
-    assert Results(cli("--format", "json", "option_factories.py")).findings == []
     options = {"jit": False, "numeric": False, "zero_upstream": False, "magnitudes": True, "second_order": False}
     result = runner.run([file_unit(FIXTURES / "option_factories.py")], options, {}, 60.0, jobs=1)
     (entry,) = result.entries.values()
-    assert entry.status == "checked" and entry.used
+    assert entry.status == "checked" and entry.used and entry.findings == [] and result.findings == []
     called = {c.rsplit(":", 1)[1] for c in entry.called}
     assert called == {"numeric_gradient.<locals>.wrap.<locals>.made", "numeric_gradient.<locals>.wrap.<locals>.slope"}
 
