@@ -10,6 +10,7 @@ Annotations (``n: int``) count too. Nothing is imported or run here.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -302,6 +303,34 @@ def _all_ones(node: ast.AST) -> bool:
     return _int(node) == 1
 
 
+# calls that make a new tensor of the shape given first (noise, masks): not reshape or tile
+NEW_TENSOR_CALLS = frozenset({"normal", "uniform", "truncated_normal", "random_normal", "random_uniform",
+                              "zeros", "ones", "stateless_normal", "stateless_uniform", "bernoulli"})
+
+
+def _made_like(call: ast.Call, facts: Facts, lists: Mapping[str, ast.AST]) -> None:
+    """``tf.random.uniform([tf.shape(x)[0], 1, 1, 1])``: noise made with one of x's dimensions
+    and ones elsewhere is broadcast against x, so x has that many dimensions (a per-example
+    gate of an NHWC batch). Through a local name for the list too."""
+    if dotted(call.func).rsplit(".", 1)[-1] not in NEW_TENSOR_CALLS:
+        return
+    shape = _arg(call, 0, "shape")
+    if isinstance(shape, ast.Name):
+        shape = lists.get(shape.id)
+    if not isinstance(shape, (ast.List, ast.Tuple)) or len(shape.elts) < 2:
+        return
+    for element in shape.elts:
+        if isinstance(element, ast.Subscript):
+            value = element.value
+            owner = None
+            if isinstance(value, ast.Attribute) and value.attr == "shape":
+                owner = _name(value.value)
+            elif isinstance(value, ast.Call) and dotted(value.func).rsplit(".", 1)[-1] == "shape" and value.args:
+                owner = _name(value.args[0])
+            if owner is not None:
+                facts.need_rank(owner, len(shape.elts), f"noise shaped like {owner}")
+
+
 def _rank_read(node: ast.AST) -> str | None:
     """The parameter whose rank ``node`` reads: ``x.shape.ndims``, ``x.shape.rank``, ``x.ndim``,
     ``len(x.shape)``, ``tf.rank(x)``."""
@@ -356,9 +385,13 @@ def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: li
     if function is None:
         return facts
     _annotations(function, facts)
+    lists = {n.targets[0].id: n.value for n in ast.walk(function)
+             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+             and isinstance(n.value, (ast.List, ast.Tuple))}
     for node in ast.walk(function):
         if isinstance(node, ast.Call):
             _call(node, facts)
+            _made_like(node, facts, lists)
             if module is not None and depth > 0:
                 _through_helper(node, facts, module, depth)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):

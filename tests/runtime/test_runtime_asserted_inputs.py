@@ -45,6 +45,13 @@ SOURCE = textwrap.dedent('''
 
     def first_made_array(x):
         return tf.constant(np.asarray(x))
+
+    def gated(x, low):
+        shape = [tf.shape(x)[0], 1, 1, 1]
+        return x * tf.random.uniform(shape, low, 1.0)
+
+    def flattened(x):
+        return tf.reshape(x, [tf.shape(x)[0], -1, 1, 1])
 ''')
 
 
@@ -69,6 +76,11 @@ def test_a_kernel_made_into_a_numpy_array_is_a_list_and_a_dimension_read_is_no_i
     assert isinstance(kernel, list) and np.shape(kernel) == candidate[1].shape and len(np.shape(kernel)) == 2
     assert candidate[1].describe().startswith("a list [")
     assert _facts("first_made_array", ["x"]).kind == {}  # the data itself: a tensor, never a list
+
+
+def test_noise_shaped_after_a_dimension_gives_the_rank_and_a_reshape_does_not():
+    assert _facts("gated", ["x", "low"]).min_rank == {"x": 4}
+    assert _facts("flattened", ["x"]).min_rank == {"x": 1}  # a reshape changes the rank: no sign
 
 
 def test_tile_s_first_argument_is_data_and_its_multiples_are_ints():
@@ -98,7 +110,10 @@ def _load():
 @pytest.mark.tf
 def test_runtime_check_finds_the_inputs_and_reports_nothing(cli):
     text = cli("image_ops.py").stdout
-    assert "3 function(s) checked, 0 finding(s)" in text
+    assert "4 function(s) checked, 0 finding(s)" in text
+    # on a vector, the noise [n, 1, 1, 1] would raise the output's rank and the gradient's
+    (row,) = [line for line in text.splitlines() if line.startswith("image_ops.py:per_example_scale ")]
+    assert row.split()[1:3] == ["ok", "x:"] and "x: float32[2,3,4,5]" in row
     assert "image_ops.py:smooth.<locals>.func      ok      x: float32[2,4,6,8], kernel: a list [2,3]" in text
     assert "image_ops.py:upsample.<locals>.func    ok      x: float32[2,3,4,5]" in text
     assert "image_ops.py:downsample.<locals>.func  ok      x: float32[2,4,6,8]" in text
