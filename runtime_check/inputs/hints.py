@@ -404,6 +404,9 @@ def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: li
         facts.min_rank[name] = max(facts.min_rank.get(name, 0), rank)
     for name, rank in facts.asserted.items():
         facts.rank[name] = facts.min_rank[name] = rank
+    from .channels import per_channel  # it reads Facts: imported here, not at the top
+
+    per_channel(function, facts)
     return facts
 
 
