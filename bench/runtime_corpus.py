@@ -83,6 +83,7 @@ def _arguments() -> argparse.Namespace:
     args = parser.parse_args()
     if not args.corpus.is_dir():
         parser.error(f"{args.corpus} does not exist: rebuild it with bench/corpus/build.py")
+    args.corpus = args.corpus.resolve()  # runtime-check reports real paths: the corpus may be a link
     return args
 
 

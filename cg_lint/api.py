@@ -70,8 +70,8 @@ def find_custom_gradients(source: str, path: str, settings: Settings | None = No
     return found
 
 
-__all__ = ["CLIP", "NORMALISE", "Definition", "InputCounts", "find_custom_gradients", "grad_upstream_uses",
-           "input_counts", "lint_source"]
+__all__ = ["CLIP", "NORMALISE", "Definition", "InputCounts", "Returned", "find_custom_gradients",
+           "grad_upstream_uses", "input_counts", "lint_source", "returned_functions"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +187,60 @@ def _builder_calls(index: FileIndex) -> list[Definition]:
         line, column = index.position(node)
         found.append(Definition(name, qualname(index, node, name), line, column, kind, inputs, varargs))
     return found
+
+
+@dataclass(frozen=True)
+class Returned:
+    """The functions defined inside one function that it returns: as they are (``return inner``,
+    ``return functools.wraps(f)(inner)``, through a local name), or called (``return mid(f)``,
+    an undecorated def: the next level of a decorator with options). Qualified names."""
+
+    functions: frozenset[str] = frozenset()
+    called: frozenset[str] = frozenset()
+
+
+def returned_functions(source: str, path: str, outer: str, settings: Settings | None = None) -> Returned:
+    """What the function ``outer`` (a qualified name) returns of the functions nested in it, with
+    names resolved in their scopes (a parameter that shadows a nested def's name is not it)."""
+    settings = settings or Settings()
+    prepared = prepare(source, path, settings.markers(), reduce=False)
+    if not isinstance(prepared, Prepared):
+        return Returned()
+    try:
+        ctx = build_context(prepared, path, settings)
+    except RecursionError:
+        return Returned()
+    index = ctx.index
+    function = next((n for n in index.nodes if type(n) is cst.FunctionDef
+                     and qualname(index, n, n.name.value) == outer), None)
+    return Returned() if function is None else _returned_from(index, function)
+
+
+def _returned_from(index: FileIndex, function: cst.FunctionDef) -> Returned:
+    functions: set[str] = set()
+    called: set[str] = set()
+
+    def nested(name: cst.Name) -> list[cst.FunctionDef]:
+        return [d for d in index.lookup_function(name) if type(d) is cst.FunctionDef and index.owner(d) is function]
+
+    def collect(value: cst.CSTNode | None, depth: int = 0) -> None:
+        if value is None or depth > 4:
+            return
+        if type(value) is cst.Name:
+            for bound in index.lookup_function(value):
+                if type(bound) is cst.FunctionDef and index.owner(bound) is function:
+                    functions.add(qualname(index, bound, bound.name.value))
+                elif type(bound) is cst.Call:  # made = wraps(f)(inner)
+                    collect(bound, depth + 1)
+        elif type(value) is cst.Call:
+            if type(value.func) is cst.Name:  # a plain def called: the next level makes it
+                called.update(qualname(index, d, d.name.value) for d in nested(value.func) if not d.decorators)
+            for arg in value.args:  # make_decorator(f, inner), functools.wraps(f)(inner)
+                collect(arg.value, depth + 1)
+            if type(value.func) is cst.Call:
+                collect(value.func, depth + 1)
+
+    for node in index.nodes:
+        if type(node) is cst.Return and index.owner(node) is function:
+            collect(node.value)
+    return Returned(frozenset(functions), frozenset(called))

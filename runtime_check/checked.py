@@ -439,8 +439,11 @@ class _CheckedCall:
         return same
 
     def _seeded_forward(self, index: int, delta: float) -> list[np.ndarray] | None:
-        tf.random.set_seed(20240)  # resets the eager op-seed counter: the same draws every call
-        return self._forward_with(index, delta)
+        from .seeds import FixedRandomness
+
+        with FixedRandomness(20240) as fixed:  # the same draws every call
+            fixed.reset()
+            return self._forward_with(index, delta)
 
     def _smooth_at(self, name: str, what: str) -> bool:
         """Confirm a NaN/Inf gradient numerically, on the forward as it was called (the same

@@ -219,52 +219,65 @@ def _parsed(path: str) -> Any:
         return None
 
 
-def returns_inner(path: str, outer: str, inner: str) -> bool:
-    """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it."""
-    import ast as _ast
-
-    from .inputs.hints import find_function
-
-    tree = _parsed(path)
-    if tree is None:
+def returns_inner(path: str, outer: str, inner: str, called: bool = False) -> bool:
+    """``outer`` returns the custom gradient ``inner`` it defines (a factory), rather than calling it.
+    ``called``: ``return inner(f)`` counts too (``inner`` is itself a factory of the next level).
+    Read through cg-lint's model: names resolved in their scopes, not matched by spelling."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except (OSError, UnicodeDecodeError):
         return False
-    function = find_function(tree, outer)
-    if function is None:
-        return False
-    bound = {inner}
-    for node in _ast.walk(function):
-        if isinstance(node, _ast.Assign) and isinstance(node.value, _ast.Call) and \
-                any(isinstance(a, _ast.Name) and a.id == inner for a in node.value.args):
-            bound.update(t.id for t in node.targets if isinstance(t, _ast.Name))
-    def returned(value: Any) -> bool:
-        if isinstance(value, _ast.Name):
-            return value.id in bound
-        # return make_decorator(f, inner), return functools.wraps(f)(inner)
-        return isinstance(value, _ast.Call) and any(returned(a) for a in value.args)
+    returned = _returned(source, path, outer)
+    target = f"{outer}.<locals>.{inner}"
+    return target in returned.functions or called and target in returned.called
 
-    return any(isinstance(node, _ast.Return) and returned(node.value) for node in _ast.walk(function))
+
+@functools.lru_cache(maxsize=64)
+def _returned(source: str, path: str, outer: str) -> Any:
+    from cg_lint.api import returned_functions
+
+    return returned_functions(source, path, outer)
 
 
 def probe_function(*args: Any, **kwargs: Any) -> Any:
     """Passed for a parameter the body calls: differentiable, scales its first argument."""
     import tensorflow as tf
 
+    import numpy as np
+
     first = args[0] if args else next(iter(kwargs.values()))
-    return tf.nest.map_structure(lambda t: t * 1.5 if tf.is_tensor(t) or isinstance(t, float) else t, first)
+    # the same math on a tensor and on the NumPy array an eager-only branch makes of it
+    # (``x.numpy()`` when executing eagerly): else eager and traced runs differ by our doing
+    scaled = (float, int, np.ndarray, np.generic)
+    return tf.nest.map_structure(
+        lambda t: t * 1.5 if tf.is_tensor(t) or isinstance(t, scaled) and not isinstance(t, bool) else t, first)
 
 
 def _factory_entry(module: ModuleType, path: str, d: Definition, init: dict[str, Any]) -> Entry | None:
-    """A custom gradient made by a factory: call the factory with its defaults (or declared arguments)."""
+    """A custom gradient made by a factory: call the factory with its defaults (or declared
+    arguments). Two levels too, as a decorator with options is written: ``top`` returns ``mid``
+    (or ``mid(f)``), and ``mid`` returns the custom gradient; a ``mid`` returned uncalled is called
+    with a value for each parameter (a function for one its body calls)."""
     top = d.qualname.split(".<locals>")[0]
-    if "." in top or ".<locals>." not in d.qualname or d.qualname.count(".<locals>.") != 1:
+    levels = d.qualname.count(".<locals>.")
+    if "." in top or levels not in (1, 2):
         return None
     factory = getattr(module, top, None)
-    if not callable(factory) or isinstance(factory, type) or not returns_inner(path, top, d.name):
+    if not callable(factory) or isinstance(factory, type):
+        return None
+    mid = d.qualname.split(".<locals>.")[1] if levels == 2 else ""
+    if levels == 1 and not returns_inner(path, top, d.name):
+        return None
+    if levels == 2 and not (returns_inner(path, f"{top}.<locals>.{mid}", d.name)
+                            and returns_inner(path, top, mid, called=True)):
         return None
 
     def make() -> Callable[..., Any]:
         arguments = filled_arguments(factory, init, skip_first=False)
         made = factory(**arguments)
+        if mid and callable(made) and getattr(inspect.unwrap(made), "__qualname__", "") == f"{top}.<locals>.{mid}":
+            made = made(**filled_arguments(made, {}, skip_first=False))
         if not callable(made):
             raise CannotCall(f"'{top}' did not return a function")
         return made
@@ -432,12 +445,24 @@ def entries_for(module: ModuleType, path: str, defs: list[Definition], inits: di
             entries[top].defaults = entries[top].defaults or defaults
 
     defs = defs + decorated_by_builders(module, path, {d.qualname for d in defs})
+    made_in: dict[str, Entry] = {}  # a factory's scope -> the entry that calls what it makes
+    rest = []
     for d in sorted(defs, key=lambda d: (d.line, d.column)):
         top = d.qualname.split(".<locals>")[0]
         factory = _factory_entry(module, path, d, inits.get(d.qualname) or inits.get(top) or {}) \
             if d.qualname != top else None
         if factory is not None:
             entries.setdefault(factory.qualname, factory)
+            made_in.setdefault(d.qualname.rsplit(".<locals>.", 1)[0], entries[factory.qualname])
+            continue
+        rest.append(d)
+    for d in rest:
+        top = d.qualname.split(".<locals>")[0]
+        holder = made_in.get(d.qualname.rsplit(".<locals>.", 1)[0]) if ".<locals>." in d.qualname else None
+        if holder is not None:
+            # made beside a custom gradient the factory returns (its grad's helper): reached
+            # through that one, not by calling the factory with tensors
+            holder.definitions.append(d)
             continue
         add_target(top, location(d), d)
 

@@ -69,6 +69,10 @@ def definition_info(func: Callable[..., Any]) -> DefInfo:
     code = getattr(raw, "__code__", None)
     qualname = getattr(raw, "__qualname__", None) or getattr(raw, "__name__", None) or repr(raw)
     module = getattr(raw, "__module__", None) or "?"
+    if code is not None:
+        # the def's own names: ``functools.wraps(f)`` under the decorator copies f's onto it
+        qualname = getattr(code, "co_qualname", None) or qualname
+        module = getattr(raw, "__globals__", {}).get("__name__") or module
     if code is None:
         return DefInfo(qualname, module, None, 1, 1)
     path = code.co_filename

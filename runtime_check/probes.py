@@ -41,6 +41,9 @@ def describe_array(value: Any) -> str:
         return f"{value.dtype.name}[{','.join(str(d) for d in value.shape)}]"
     if callable(value):
         return f"a function ({getattr(value, '__name__', 'callable')})"
+    if isinstance(value, list) and value and isinstance(value[0], (list, float)):
+        shape = np.shape(value)  # a nested list of numbers, as a filter kernel is written
+        return f"a list [{','.join(str(d) for d in shape)}]"
     return repr(value)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from .hints import ArgSpec, Facts
 
 SIZES = (2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+EVEN_SIZES = (2, 4, 6, 8, 10, 12, 14, 16, 18, 20)  # for a function that strides or pools by 2
 UNIFORM_SHAPES: tuple[tuple[int, ...], ...] = ((), (3,), (2, 3))
 PYTHON_DEFAULTS = {"int": 2, "float": 0.5, "bool": False}
 PYTHON_KINDS = frozenset({"int", "float", "bool", "callable", "shape"})  # not float tensors
@@ -32,6 +33,8 @@ class Slot:
     bound: int = 2  # index values stay below this
 
     def describe(self) -> str:
+        if self.kind == "python" and isinstance(self.value, list):
+            return f"a list [{','.join(str(d) for d in self.shape)}]"
         if self.kind == "python":
             return getattr(self.value, "__name__", None) or repr(self.value)
         return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
@@ -153,7 +156,7 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
         if left is not None and right is not None:
             classes.union(left, right)
     sizes: dict[tuple[str, int], int] = {}
-    fresh = iter(SIZES)
+    fresh = iter(EVEN_SIZES if facts.strided else SIZES)
     slots: list[Slot] = []
     for name in facts.names:
         kind = facts.kind.get(name, "tensor")
@@ -179,6 +182,12 @@ def structured(facts: Facts, unknown_shape: tuple[int, ...] | None, dtype: str =
             slots.append(Slot("index", tuple(shape), "int32"))
         else:
             slots.append(Slot("tensor", tuple(shape), dtype, spd=name in facts.spd))
+    # a parameter made into a NumPy array: a nested list of that shape
+    for index, name in enumerate(facts.names):
+        slot = slots[index]
+        if facts.kind.get(name) == "array" and slot.kind == "tensor":
+            values = float_values("float32", slot.shape, index)
+            slots[index] = Slot("python", slot.shape, "float32", value=values.tolist())
     # index bounds: the size of the table's dimension they index
     by_name = dict(zip(facts.names, slots))
     for ids, (table, axis) in facts.bound.items():

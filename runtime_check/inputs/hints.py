@@ -10,6 +10,7 @@ Annotations (``n: int``) count too. Nothing is imported or run here.
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,11 @@ INT_KEYWORDS = frozenset({
 # calls whose argument list is a shape: a parameter inside it is a Python int
 SHAPE_CALLS = frozenset({"reshape", "zeros", "ones", "fill", "broadcast_to", "tile", "random_normal", "normal",
                          "uniform", "truncated_normal", "eye"})
+POOL_CALLS = frozenset({"avg_pool", "max_pool", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d",
+                        "max_pool3d", "pool", "space_to_depth", "space_to_batch", "space_to_batch_nd"})
+NUMPY_ARRAY_CALLS = frozenset({"np.array", "np.asarray", "numpy.array", "numpy.asarray"})
+# of those, the ones whose first argument is the data, not a shape
+DATA_FIRST = frozenset({"reshape", "broadcast_to", "tile"})
 PYTHON_INT_CALLS = frozenset({"range", "int", "repeat", "len"})
 SHAPE_KEYWORDS = frozenset({"shape", "sample_shape", "batch_shape", "event_shape", "output_shape"})
 MATMUL_CALLS = frozenset({"matmul", "batch_matmul", "matvec"})
@@ -50,6 +56,12 @@ class Facts:
     bound: dict[str, tuple[str, int]] = field(default_factory=dict)  # ids -> (table, axis)
     why: dict[str, str] = field(default_factory=dict)  # name -> what in the source said so
     defaults: dict[str, Any] = field(default_factory=dict)  # passed as their Python-number default
+    # ranks an ``assert`` demands: they overrule what the calls suggest (a name reassigned before
+    # a conv reads as the conv's kernel, the assert's rank is the caller's)
+    asserted: dict[str, int] = field(default_factory=dict)
+    # the function pools or strides (``avg_pool``, ``strides=[1, 1, s, s]``): the sizes it is
+    # written for divide by its stride, so made-up sizes are even (still distinct)
+    strided: bool = False
 
     def need_rank(self, name: str, rank: int, why: str) -> None:
         if name in self.names and rank > self.min_rank.get(name, 0):
@@ -155,8 +167,27 @@ def _matmul(a: ast.AST | None, b: ast.AST | None, call: ast.Call | None, facts: 
         facts.equal.append((left, -2 if transpose_a else -1, right, contracted_b))
 
 
-def _python_names(node: ast.AST, facts: Facts, kind: str, why: str) -> None:
+# what is read off a tensor without making it a number: ``int(x.shape[1])``, ``len(x)``
+SHAPE_READS = frozenset({"shape", "get_shape", "ndim", "ndims", "rank", "dtype"})
+SHAPE_READ_CALLS = frozenset({"shape", "size", "rank", "len", "shape_n"})
+
+
+def _shape_read_names(node: ast.AST) -> set[int]:
+    """ids of the Name nodes under ``node`` whose shape, not value, is read."""
+    out: set[int] = set()
     for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and sub.attr in SHAPE_READS and isinstance(sub.value, ast.Name):
+            out.add(id(sub.value))
+        elif isinstance(sub, ast.Call) and dotted(sub.func).rsplit(".", 1)[-1] in SHAPE_READ_CALLS:
+            out.update(id(a) for a in sub.args if isinstance(a, ast.Name))
+    return out
+
+
+def _python_names(node: ast.AST, facts: Facts, kind: str, why: str) -> None:
+    shape_reads = _shape_read_names(node)
+    for sub in ast.walk(node):
+        if id(sub) in shape_reads:
+            continue  # a tensor whose dimension is taken (``int(x.shape[1])``): not a number
         name = _name(sub)
         if name is not None:
             facts.set_kind(name, kind, why)
@@ -207,6 +238,12 @@ def _call(call: ast.Call, facts: Facts) -> None:  # noqa: C901 (a table of cases
         for reduced in (_int(a) for a in axes):
             if reduced is not None:
                 facts.need_rank(first, _rank_of_axis(reduced), f"{last}(axis={reduced})")
+    if last in POOL_CALLS or any(k.arg in ("strides", "stride") and not _all_ones(k.value) for k in call.keywords):
+        facts.strided = True
+    if full in NUMPY_ARRAY_CALLS and first is not None and first != facts.names[0]:
+        # a filter kernel or a table given as a list: configuration made into a NumPy array,
+        # which a tensor cannot be under tf.function (the first parameter is the data)
+        facts.set_kind(first, "array", f"{full}()")
     if "seed" in last.lower():  # sanitize_seed(seed), split_seed(seed): an integer seed
         for arg in call.args[:1]:
             if _name(arg) is not None:
@@ -228,7 +265,7 @@ def _call(call: ast.Call, facts: Facts) -> None:  # noqa: C901 (a table of cases
             facts.set_kind(keyword.value.id, "int", "a seed")  # type: ignore[attr-defined]
         elif keyword.arg in SHAPE_KEYWORDS and _name(keyword.value) is not None:
             facts.set_kind(keyword.value.id, "shape", f"{keyword.arg}=")  # type: ignore[attr-defined]
-    if last in SHAPE_CALLS and last != "reshape":
+    if last in SHAPE_CALLS and last not in DATA_FIRST:
         whole = _name(_arg(call, 0, "shape", "dims"))
         if whole is not None:
             facts.set_kind(whole, "shape", f"the shape of {last}()")
@@ -260,6 +297,77 @@ def _subscript(node: ast.Subscript, facts: Facts) -> None:
             facts.set_kind(element.id, "int", "an index")  # type: ignore[attr-defined]
 
 
+def _all_ones(node: ast.AST) -> bool:
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return all(_int(e) == 1 for e in node.elts)
+    return _int(node) == 1
+
+
+# calls that make a new tensor of the shape given first (noise, masks): not reshape or tile
+NEW_TENSOR_CALLS = frozenset({"normal", "uniform", "truncated_normal", "random_normal", "random_uniform",
+                              "zeros", "ones", "stateless_normal", "stateless_uniform", "bernoulli"})
+
+
+def _made_like(call: ast.Call, facts: Facts, lists: Mapping[str, ast.AST]) -> None:
+    """``tf.random.uniform([tf.shape(x)[0], 1, 1, 1])``: noise made with one of x's dimensions
+    and ones elsewhere is broadcast against x, so x has that many dimensions (a per-example
+    gate of an NHWC batch). Through a local name for the list too."""
+    if dotted(call.func).rsplit(".", 1)[-1] not in NEW_TENSOR_CALLS:
+        return
+    shape = _arg(call, 0, "shape")
+    if isinstance(shape, ast.Name):
+        shape = lists.get(shape.id)
+    if not isinstance(shape, (ast.List, ast.Tuple)) or len(shape.elts) < 2:
+        return
+    for element in shape.elts:
+        if isinstance(element, ast.Subscript):
+            value = element.value
+            owner = None
+            if isinstance(value, ast.Attribute) and value.attr == "shape":
+                owner = _name(value.value)
+            elif isinstance(value, ast.Call) and dotted(value.func).rsplit(".", 1)[-1] == "shape" and value.args:
+                owner = _name(value.args[0])
+            if owner is not None:
+                facts.need_rank(owner, len(shape.elts), f"noise shaped like {owner}")
+
+
+def _rank_read(node: ast.AST) -> str | None:
+    """The parameter whose rank ``node`` reads: ``x.shape.ndims``, ``x.shape.rank``, ``x.ndim``,
+    ``len(x.shape)``, ``tf.rank(x)``."""
+    if isinstance(node, ast.Attribute):
+        if node.attr in ("ndims", "rank") and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            return _name(node.value.value)
+        if node.attr == "ndim":
+            return _name(node.value)
+    if isinstance(node, ast.Call) and len(node.args) == 1:
+        last = dotted(node.func).rsplit(".", 1)[-1]
+        arg = node.args[0]
+        if last == "len" and isinstance(arg, ast.Attribute) and arg.attr == "shape":
+            return _name(arg.value)
+        if last == "rank" and dotted(node.func) != "rank":
+            return _name(arg)
+    return None
+
+
+def _asserted_ranks(test: ast.AST, facts: Facts) -> None:
+    """``assert x.shape.ndims == 4 and ...``: the function refuses any other rank."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        for value in test.values:
+            _asserted_ranks(value, facts)
+        return
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    name, bound = _rank_read(left), _int(right)
+    if name is None or bound is None or bound < 0:
+        return
+    if isinstance(op, ast.Eq) and name in facts.names:
+        facts.asserted.setdefault(name, bound)
+        facts.why.setdefault(name, f"assert on {name}'s rank")
+    elif isinstance(op, (ast.GtE, ast.Gt)):
+        facts.need_rank(name, bound + isinstance(op, ast.Gt), f"assert on {name}'s rank")
+
+
 def _annotations(function: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts) -> None:
     for arg in [*function.args.posonlyargs, *function.args.args]:
         annotation = dotted(arg.annotation) if arg.annotation is not None else ""
@@ -277,22 +385,47 @@ def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: li
     if function is None:
         return facts
     _annotations(function, facts)
+    lists = {n.targets[0].id: n.value for n in ast.walk(function)
+             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+             and isinstance(n.value, (ast.List, ast.Tuple))}
     for node in ast.walk(function):
         if isinstance(node, ast.Call):
             _call(node, facts)
+            _made_like(node, facts, lists)
             if module is not None and depth > 0:
                 _through_helper(node, facts, module, depth)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             _matmul(node.left, node.right, None, facts, "the @ operator")
         elif isinstance(node, ast.Subscript):
             _subscript(node, facts)
+        elif isinstance(node, ast.Assert):
+            _asserted_ranks(node.test, facts)
     for name, rank in facts.rank.items():
         facts.min_rank[name] = max(facts.min_rank.get(name, 0), rank)
+    for name, rank in facts.asserted.items():
+        facts.rank[name] = facts.min_rank[name] = rank
+    from .channels import per_channel  # it reads Facts: imported here, not at the top
+
+    per_channel(function, facts)
     return facts
 
 
 def _module_functions(module: ast.Module) -> dict[str, ast.FunctionDef | ast.AsyncFunctionDef]:
     return {n.name: n for n in module.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def _scaled(node: ast.AST, facts: Facts) -> str | None:
+    """``x * gain``, ``x + 1.0``: one of our parameters, with its shape, combined with something
+    that is not one of them."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Div, ast.Add, ast.Sub))):
+        return None
+    ours = [side for side in (node.left, node.right) if _name(side) in facts.names]
+    if len(ours) != 1:
+        return None
+    other = node.right if ours[0] is node.left else node.left
+    if any(_name(sub) in facts.names for sub in ast.walk(other)):
+        return None
+    return _name(ours[0])
 
 
 def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int) -> None:  # noqa: C901 (a table of cases)
@@ -304,7 +437,7 @@ def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int
     params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
     mapping = {}  # the helper's parameter -> ours
     for param, arg in zip(params, call.args):
-        name = _name(arg)
+        name = _name(arg) or _scaled(arg, facts)
         if name is not None and name in facts.names and not isinstance(arg, ast.Starred):
             mapping[param] = name
     for keyword in call.keywords:
@@ -320,10 +453,13 @@ def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int
             facts.need_rank(ours, inner.min_rank[theirs], f"in {helper.name}()")
         if theirs in inner.rank:
             facts.rank.setdefault(ours, inner.rank[theirs])
+        if theirs in inner.asserted:
+            facts.asserted.setdefault(ours, inner.asserted[theirs])
         if theirs in inner.square:
             facts.square.add(ours)
         if theirs in inner.spd:
             facts.spd.add(ours)
+    facts.strided = facts.strided or inner.strided
     for a, pa, b, pb in inner.equal:
         if a in mapping and b in mapping:
             facts.equal.append((mapping[a], pa, mapping[b], pb))

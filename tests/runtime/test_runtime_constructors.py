@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Optional, Union
 
+import numpy as np
 import pytest
 
 from runtime_check.constructor_values import Unknown, describe, kind_of_annotation, kinds_from_body
@@ -66,3 +67,44 @@ def test_objects_and_factories_are_built_from_what_the_source_says(cli):
     rows = {ln.split()[0]: ln.split()[1] for ln in text.stdout.splitlines() if ln.startswith("constructed.py:")}
     assert rows["constructed.py:Codebook.straight_through"] == "ok", text.stdout
     assert rows["constructed.py:make_gated.<locals>.gated"] == "ok", text.stdout
+
+
+def test_a_custom_gradient_two_factory_levels_deep_is_made_and_run():
+    """``numeric_gradient()`` returns ``wrap``; ``wrap(f)`` returns the custom gradient ``made``,
+    whose grad calls its sibling ``slope``: both are run, and the factory itself, which takes no
+    tensors, is no CG130."""
+    from conftest import FIXTURES
+
+    from runtime_check import runner
+    from runtime_check.targets import file_unit
+
+    options = {"jit": False, "numeric": False, "zero_upstream": False, "magnitudes": True, "second_order": False}
+    result = runner.run([file_unit(FIXTURES / "option_factories.py")], options, {}, 60.0, jobs=1)
+    (entry,) = result.entries.values()
+    assert entry.status == "checked" and entry.used and entry.findings == [] and result.findings == []
+    called = {c.rsplit(":", 1)[1] for c in entry.called}
+    assert called == {"numeric_gradient.<locals>.wrap.<locals>.made", "numeric_gradient.<locals>.wrap.<locals>.slope"}
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "tf.function"])
+def test_on_tensorflow_the_two_level_factory_gives_the_derivative(traced):
+    import importlib.util
+
+    from conftest import FIXTURES
+
+    spec = importlib.util.spec_from_file_location("_cg_fixture_option_factories", FIXTURES / "option_factories.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tf = pytest.importorskip("tensorflow")
+    def derivative(made, x):
+        def run(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = made(x)
+            return tape.gradient(y, x)
+        return (tf.function(run) if traced else run)(x)
+
+    for made in (module.numeric_gradient(tf.sin), module.numeric_gradient(step=1e-2)(tf.sin)):
+        x = tf.constant([0.3, -1.2], tf.float64)
+        got = derivative(made, x)
+        assert np.allclose(got.numpy(), np.cos(x.numpy()), atol=1e-4)

@@ -24,9 +24,11 @@ UPSTREAM_DEFECTS = {
     "UnitUpstreamGain.__call__.<locals>.scaled": "grad is not linear in its upstream gradient: for 'gain'",
     "clipped_with_constant": "grad is not linear in its upstream gradient",
     "own_normalize": "grad is not linear in its upstream gradient: for 'x'",
+    "sqrt_minus_one": "grad is not linear in its upstream gradient: for 'x'",
 }
 UPSTREAM_CORRECT = ["straight_through", "reverse_gradient", "clipped_square", "normalised_identity",
-                    "l2_normalised_identity", "noisy_identity", "zero_gradient", "aliased_clip"]
+                    "l2_normalised_identity", "noisy_identity", "zero_gradient", "aliased_clip",
+                    "masked_in_grad", "noise_added_in_grad", "sqrt_no_nan"]
 MODE_DEFECTS = {
     "eager_only_factor": "eager and tf.function gradients differ for 'x'",
     "eager_only_forward": "eager and tf.function forwards differ (output 0",
@@ -180,3 +182,72 @@ def test_on_tensorflow_a_gate_probability_moves_no_output_at_fixed_randomness(tr
 
     for p in (0.3, 0.7):
         np.testing.assert_array_equal(run(tf.constant(p)).numpy(), run(tf.constant(p + 1e-3)).numpy())
+
+
+def test_random_grads_are_judged_at_fixed_randomness_and_never_by_chance():
+    """A scalar mask drawn in grad repeats itself on half the passes: judged by whether two passes
+    agree, it looked deterministic and then not linear, a false CG110 about one run in four (and
+    noise to 1e-4 by chance about one in 700). Every run gives the same verdict."""
+    from runtime_check.linearity import check
+
+    m = load("upstream")
+    for _ in range(40):
+        x = tf.constant(0.35)
+        assert check(m.masked_in_grad, [x], ["x"], [x], []).code == ""
+        x = tf.constant(0.35)
+        verdict = check(m.noise_added_in_grad, [x], ["x"], [x], [])
+        assert verdict.code == "" and "not linear in its upstream at fixed randomness" in verdict.note
+    x = tf.constant(0.35)  # a deterministic defect is still one
+    assert check(m.minus_one, [x], ["x"], [x], []).code == "CG110"
+
+
+def test_checks_leave_no_global_seed_behind():
+    """A seed left set by one check would fix every later draw in the worker: findings would
+    depend on which definitions ran before."""
+    from tensorflow.python.eager import context
+
+    from runtime_check.linearity import check
+
+    m = load("upstream")
+    x = tf.constant([0.35, -0.9])
+    try:
+        for seed in (None, 77):  # none, or the project's own
+            tf.random.set_seed(seed)
+            check(m.noise_added_in_grad, [x], ["x"], [x], [])
+            assert context.global_seed() == seed
+    finally:
+        tf.random.set_seed(None)
+
+
+def test_on_tensorflow_a_reset_seed_fixes_grad_s_draws():
+    """What the check relies on: after tf.random.set_seed, grad draws the same numbers, so a mask
+    that scales the upstream is linear and added noise is not, and moves with the seed."""
+    m = load("upstream")
+
+    def at_seed(fn, upstream, seed=5):
+        tf.random.set_seed(seed)
+        return gradient(fn, X, upstream, traced=False)
+
+    try:
+        combined = at_seed(m.masked_in_grad, 0.7 * U1 - 1.3 * U2)
+        np.testing.assert_allclose(combined, 0.7 * at_seed(m.masked_in_grad, U1) - 1.3 * at_seed(m.masked_in_grad, U2),
+                                   rtol=1e-6)
+        combined = at_seed(m.noise_added_in_grad, 0.7 * U1 - 1.3 * U2)
+        separate = 0.7 * at_seed(m.noise_added_in_grad, U1) - 1.3 * at_seed(m.noise_added_in_grad, U2)
+        assert not np.allclose(combined, separate, rtol=1e-6)
+        assert not np.array_equal(at_seed(m.noise_added_in_grad, U1), at_seed(m.noise_added_in_grad, U1, seed=6))
+    finally:
+        tf.random.set_seed(None)
+
+
+def test_linearity_is_judged_where_the_gradient_is_finite():
+    """On an input outside the forward's domain (sqrt of -1) the gradient is NaN in every pass:
+    NaN is never equal to NaN, and was read as "not linear" (tf-quant-finance's _sqrt_no_nan)."""
+    from runtime_check.linearity import check
+
+    m = load("upstream")
+    x = tf.constant([4.0, -1.0])
+    assert check(m.sqrt_no_nan, [x], ["x"], [x], []).code == ""
+    verdict = check(m.sqrt_minus_one, [x], ["x"], [x], [])
+    assert verdict.code == "CG110" and "for 'x'" in verdict.message
+    assert check(m.sqrt_no_nan, [tf.constant([-1.0, -4.0])], ["x"], [tf.constant([-1.0, -4.0])], []).code == ""
