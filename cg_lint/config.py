@@ -20,11 +20,6 @@ from typing import Any
 from cg_lint.findings import FileError
 from cg_lint.sources import MAX_FILE_BYTES, read_regular
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 DEFAULT_SELECT = ("CG0",)
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
@@ -208,6 +203,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
     data = read_regular(str(path), MAX_CONFIG_BYTES)
     if not isinstance(data, bytes):
         raise ConfigError(f"{path}: {data.message}")
+    # imported here: most files flake8 hands the plugin have no pyproject.toml above them to read
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
