@@ -9,6 +9,7 @@ import libcst as cst
 
 from cg_lint.analyses.counting import expected_inputs, grad_counter, returned_counts, variables_branch
 from cg_lint.analyses.upstream_uses import CLIP, NORMALISE, upstream_uses
+from cg_lint.answering import answer_leads
 from cg_lint.config import Settings
 from cg_lint.engine import build_context, lint_source as _lint_source
 from cg_lint.findings import FileError, Finding
@@ -33,8 +34,14 @@ class Definition:
 
 def lint_source(source: str | bytes, path: str, settings: Settings | None = None
                 ) -> tuple[list[Finding], FileError | None]:
+    """The file's own findings, with the leads about the project's other modules answered (read
+    from disk, ``source`` in place of ``path``); the trace context is not applied."""
     result = _lint_source(source, path, settings)
-    return result.findings, result.error
+    findings = result.findings
+    if any(f.lead is not None for f in findings):
+        text = source.decode("utf-8", "replace") if isinstance(source, bytes) else source
+        findings = answer_leads(findings, TraceContexts({path: text}))
+    return findings, result.error
 
 
 def find_custom_gradients(source: str, path: str, settings: Settings | None = None,

@@ -236,9 +236,22 @@ def _in_context(settings: Settings, findings: list[Finding], overlays: dict[str,
     against the project's calls (cg_lint/project)."""
     if not findings:
         return findings
+    from cg_lint.answering import answer_leads
     from cg_lint.project import TraceContexts, in_context
 
-    return in_context(findings, settings.trace_context, TraceContexts(overlays))
+    contexts = TraceContexts(overlays)
+    # leads first: an answered one is a graph-mode finding like any other
+    return in_context(answer_leads(findings, contexts), settings.trace_context, contexts)
+
+
+def _answered(findings: list[Finding], overlays: dict[str, str] | None = None) -> list[Finding]:
+    """Leads answered, for reports that skip the trace context (--fix): never shown unanswered."""
+    if not any(f.lead is not None for f in findings):
+        return findings
+    from cg_lint.answering import answer_leads
+    from cg_lint.project import TraceContexts
+
+    return answer_leads(findings, TraceContexts(overlays))
 
 
 def _result_cache(args: argparse.Namespace, settings: Settings):
@@ -310,9 +323,10 @@ def _check_stdin(args: argparse.Namespace, settings: Settings) -> int:
         return EXIT_ERROR if errors else EXIT_FINDINGS if outcome.changed and not args.exit_zero else EXIT_CLEAN
     write_all(sys.stdout, encode_source(outcome.text, source.encoding))
     sources = {label: split_lines(outcome.text)} if args.format == "text" else None
-    _report(args, outcome.remaining, sources, sys.stderr)
+    remaining = _answered(outcome.remaining, {label: outcome.text})
+    _report(args, remaining, sources, sys.stderr)
     _fix_summary(args, [outcome])
-    return _exit(args, outcome.remaining, errors)
+    return _exit(args, remaining, errors)
 
 
 def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileResult]) -> int:
@@ -341,6 +355,7 @@ def _fix_files(args: argparse.Namespace, settings: Settings, results: list[FileR
         if outcome.error is not None:
             errors.append(outcome.error)
     errors.sort(key=lambda e: e.path)
+    findings = _answered(findings)
     if args.diff:
         for outcome in sorted(outcomes, key=lambda o: o.path):
             write_all(sys.stdout, unified_diff(outcome.path, outcome.original, outcome.text))

@@ -41,6 +41,10 @@ class Finding:
     fix: Fix | None = field(default=None, compare=False)
     # runtime-check: "eager", "tf.function", ... ; None for static findings
     mode: str | None = None
+    # a question about another module of the project (JSON with a "kind"), which the file alone
+    # cannot answer: the front ends answer it on every run and never show it unanswered
+    # (cg_lint/engine.py: answer_leads)
+    lead: str | None = field(default=None, compare=False)
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
@@ -53,6 +57,8 @@ class Finding:
             "safe": self.fix.safe,
             "edits": [asdict(e) for e in self.fix.edits],
         }
+        if data["lead"] is None:
+            del data["lead"]  # only the result cache ever holds one
         return data
 
     @classmethod
@@ -65,7 +71,7 @@ class Finding:
             end_line=data.get("end_line"), end_column=data.get("end_column"),
             fix=None if fix is None else Fix(fix["title"], tuple(Edit(**e) for e in fix["edits"]),
                                              fix.get("safe", True)),
-            mode=data.get("mode"),
+            mode=data.get("mode"), lead=data.get("lead"),
         )
 
 

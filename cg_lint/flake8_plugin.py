@@ -238,11 +238,10 @@ class Plugin:
         (the CLI's decision, cg_lint/project: read from the files on disk, this file's text included)."""
         from cg_lint.project.decided import project_facts_matter
 
-        if any(project_facts_matter(f["code"]) for f in findings):
+        if any(project_facts_matter(f["code"]) or f.get("lead") for f in findings):
             findings = self._decided(findings, source, settings, cache, key)
         for f in findings:
             yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
-
 
     def _decided(self, findings: list[dict[str, Any]], source: str, settings: Settings,
                  cache: ResultCache | None, key: str | None) -> list[dict[str, Any]]:
@@ -262,14 +261,16 @@ class Plugin:
                 entry = cache.get_raw(context)
                 if entry is not None:
                     return entry["findings"]
+        from cg_lint.answering import answer_leads
         from cg_lint.findings import Finding
         from cg_lint.project import TraceContexts, in_context
 
         if Plugin.trace_contexts is None:
             Plugin.trace_contexts = TraceContexts()
         Plugin.trace_contexts.overlay(self.filename, source)
-        kept = [f.to_json() for f in in_context([Finding.from_json(f) for f in findings], settings.trace_context,
-                                                 Plugin.trace_contexts)]
+        # leads (questions about the project's other modules) first: cg_lint/answering.py
+        answered = answer_leads([Finding.from_json(f) for f in findings], Plugin.trace_contexts)
+        kept = [f.to_json() for f in in_context(answered, settings.trace_context, Plugin.trace_contexts)]
         if cache is not None and context is not None and settled:
             cache.put_raw(context, {"parsed": True, "findings": kept, "error": None})
         return kept

@@ -44,7 +44,7 @@ from cg_lint.safe_read import Unreadable, read_bytes
 if TYPE_CHECKING:  # the flake8 plugin's hits never build findings: dataclasses cost ~4 ms to create
     from cg_lint.findings import FileResult
 
-SCHEMA = 2  # 2: signed entries
+SCHEMA = 3  # 2: signed entries; 3: findings may carry a lead
 MAX_ENTRIES = 20_000  # ~1-2 KB each: some 30 MB at most, unless one run uses more
 MAX_ENTRY_BYTES = 4 << 20  # read like a source: a bigger "entry" is not ours
 PRUNE_TO = 0.8  # a trim keeps this share of MAX_ENTRIES, the most recently used

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from cg_lint.result_cache import PRUNE_TO, ResultCache, prune
+from cg_lint.result_cache import PRUNE_TO, SCHEMA, ResultCache, prune
 from lint_helpers import ROOT
 from test_cli import BAD
 
-ENTRIES = "results-v2"
+ENTRIES = f"results-v{SCHEMA}"
 
 
 def run(*args: str, cwd: Path, user_cache: Path) -> subprocess.CompletedProcess:

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model", ("cg_lint.model",)),
     ("analyses", ("cg_lint.analyses",)),
     ("rules", ("cg_lint.rules",)),
-    ("engine", ("cg_lint.engine",)),
+    ("engine", ("cg_lint.engine", "cg_lint.answering")),
     ("frontends", ("cg_lint.cli", "cg_lint.runner", "cg_lint.fixes", "cg_lint.api",
                    "cg_lint.flake8_plugin", "cg_lint.formatters", "cg_lint.docs", "cg_lint.server",
                    "cg_lint.helper", "cg_lint.__main__")),

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from cg_lint.result_cache import SCHEMA
 from lint_helpers import ROOT
 from test_cli import BAD, GOOD
 
 ARITY = (ROOT / "examples" / "arity.py").read_text(encoding="utf-8")
-ENTRIES = "results-v2"
+ENTRIES = f"results-v{SCHEMA}"
 
 
 def run(
@@ -129,14 +130,14 @@ def test_a_corrupt_entry_is_a_miss_and_is_replaced(tmp_path):
     for garbage in (
         b"",
         b"{not json",
-        b'{"schema": 2, "findings": [{"nope": 1}]}',
+        b'{"schema": %d, "findings": [{"nope": 1}]}' % SCHEMA,
         b"\xff\xfe",
         b"[]",
     ):
         entry.write_bytes(garbage)
         again = run("bad.py", cwd=tmp_path, cache=cache, importtime=True)
         assert imported_libcst(again) and output(again) == output(cold)
-        assert json.loads(entry.read_bytes().partition(b"\n")[2])["schema"] == 2  # rewritten whole
+        assert json.loads(entry.read_bytes().partition(b"\n")[2])["schema"] == SCHEMA  # rewritten whole
     assert [p.name for p in entries(cache)] == [entry.name]  # no temporary file left behind
 
 

@@ -43,17 +43,24 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
     for site in record.call_sites:
         if site.via_partial:
             continue  # functools.partial binds some inputs; the call of the result is not seen here
-        if site.has_star:
+        if site.keywords:
+            continue  # keywords change what TF records (CG008's business): no count to trust
+        if any(a.star == "**" for a in site.node.args):
             exact = set()
             break
         caller = _enclosing_func(index, site.node)
         env = index.env_for(caller) if caller is not None else Env()
         counter = Counter(env, index.qualnames)
         total: int | None = 0
-        for i, arg in enumerate(site.positional):
-            if type(arg.value) in (cst.List, cst.Tuple):
+        starred = False  # after `*xs`, argument positions no longer name parameters
+        for i, arg in enumerate(a for a in site.node.args if a.keyword is None):
+            if arg.star == "*":
+                # `f(*state)`: TF flattens every element; known for a literal, or a name bound once
+                # to a tuple literal (a list may grow by .append)
+                c, starred = counter.count(arg.value) if _spelled_sequence(env, arg.value) else None, True
+            elif type(arg.value) in (cst.List, cst.Tuple):
                 c = counter.count(arg.value)
-            elif i < len(sig.positional) and sig.positional[i].name in record.structured_params:
+            elif not starred and i < len(sig.positional) and sig.positional[i].name in record.structured_params:
                 c = sizes.get(sig.positional[i].name)  # `a, b = xs`: two inputs; else unknown
             elif type(arg.value) in (cst.Attribute, cst.Subscript):
                 # `self.shape`, `cfg["sizes"]`: configuration often held as a tuple or a dict, which
@@ -83,12 +90,22 @@ def expected_inputs(record: CustomGradient, index: FileIndex) -> Expected | None
     return Expected(required, None if unbounded else sum(sizes.get(p.name, 1) for p in sig.positional))
 
 
+def _spelled_sequence(env: Env, expr: cst.BaseExpression) -> bool:
+    if type(expr) in (cst.List, cst.Tuple):
+        return True
+    if type(expr) is not cst.Name:
+        return False
+    values = env.lookup(expr.value) or []
+    return len(values) == 1 and type(values[0]) is cst.Tuple
+
+
 def _enclosing_func(index: FileIndex, node: cst.CSTNode):
     return index.enclosing(node, (cst.FunctionDef, cst.Lambda))
 
 
 def grad_counter(record: CustomGradient, grad: GradFn, index: FileIndex) -> Counter:
-    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params, helpers=helper_returns(index))
+    return Counter(index.env_for(grad.node), index.qualnames, record.structured_params, helpers=helper_returns(index),
+                   flat_params=True)
 
 
 def helper_returns(index: FileIndex):

@@ -64,8 +64,10 @@ class Counter:
 
     def __init__(self, env: Env, qualnames: QualNames, structured: AbstractSet[str] = frozenset(),
                  helpers: Callable[[cst.FunctionDef], tuple[Env, list[cst.BaseExpression]] | None] | None = None,
-                 ) -> None:
+                 flat_params: bool = False) -> None:
         self.env = env
+        # the parameters are ones TF fills with flat tensors (a grad's upstreams, *dys, variables)
+        self.flat_params = flat_params
         self.qualnames = qualnames
         self.structured = structured
         # a plain function of the file: its environment and returned values, to count through a call
@@ -93,6 +95,8 @@ class Counter:
             return 1  # a generator object is one value to nest.flatten, however much it would yield
         if kind in (cst.ListComp, cst.SetComp, cst.DictComp):
             return None
+        if kind is cst.Subscript and self.flat_params and self._item_of_parameter(cast(cst.Subscript, expr)):
+            return 1
         if kind is cst.Call:
             counted = self._count_call(cast(cst.Call, expr), whole)
             if counted is not False:
@@ -101,6 +105,17 @@ class Counter:
             return 1
         # a subscript, attribute, boolean operation, await or other call: one tensor inside a literal
         return None if whole else 1
+
+    def _item_of_parameter(self, expr: cst.Subscript) -> bool:
+        """``dys[0]``: one item, by an integer index, of a parameter of a grad (``*dys``, an upstream,
+        ``variables``): one tensor, as the parameters TF fills are flat."""
+        if type(expr.value) is not cst.Name or len(expr.slice) != 1 or type(expr.slice[0].slice) is not cst.Index:
+            return False
+        index = expr.slice[0].slice.value
+        if type(index) is cst.UnaryOperation and type(index.operator) is cst.Minus:
+            index = index.expression
+        name = expr.value.value
+        return type(index) is cst.Integer and name not in self.structured and self.env.lookup(name) == []
 
     def _count_call(self, call: cst.Call, whole: bool) -> int | None | bool:
         """A call's leaves; False when nothing here knows (the caller's default applies)."""

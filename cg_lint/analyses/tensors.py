@@ -19,7 +19,7 @@ import libcst as cst
 from cg_lint.analyses.leaves import call_name
 from cg_lint.model.bodies import RECORD_NODES, TENSOR_CALLBACK_OPS, all_bodies, callback_of
 from cg_lint.model.records import CustomGradient, FuncNode
-from cg_lint.syntax.environments import Env, Unknown
+from cg_lint.syntax.environments import UNPACKED, Env, Unknown
 from cg_lint.syntax.index import FileIndex
 from cg_lint.syntax.walk import SCOPES
 
@@ -193,6 +193,22 @@ def bodies(record: CustomGradient, index: FileIndex | None = None) -> list[tuple
     return out
 
 
+def _unpacked_upstreams(index: FileIndex, grad: FuncNode) -> set[str]:
+    """Names a grad that takes ``*args`` binds by unpacking them: ``(dy,) = args``, ``da, db = args``."""
+    if type(grad) is not cst.FunctionDef or type(grad.params.star_arg) is not cst.Param:
+        return set()
+    star = grad.params.star_arg.name.value
+    names: set[str] = set()
+    for node in index.walk.own_nodes(grad.body):
+        if type(node) is not cst.Assign or type(node.value) is not cst.Name or node.value.value != star:
+            continue
+        for target in node.targets:
+            if type(target.target) in (cst.Tuple, cst.List):
+                names.update(e.value.value for e in target.target.elements
+                             if type(e) is cst.Element and type(e.value) is cst.Name)
+    return names
+
+
 def tensor_inputs(record: CustomGradient) -> set[str]:
     """Positional inputs that are tensors under tf.function.
 
@@ -275,6 +291,8 @@ class Tensors:
         self.depth = depth
         # scopes whose names we model, with the names that are tensors on entry
         self.roots: dict[int, set[str]] = {}
+        # env id -> names bound once by unpacking grad's `*args` (`(dy,) = args`): upstream tensors
+        self._unpacked: dict[int, set[str]] = {}
         self._nested: dict[int, FuncNode] = {}  # env id -> nested function whose roots are not known yet
         if roots is not None:
             self.roots.update(roots)
@@ -284,6 +302,7 @@ class Tensors:
             for grad in record.grads:
                 genv = index.env_for(grad.node)
                 self.roots.setdefault(id(genv), set()).update(p.name for p in grad.upstream)
+                self._unpacked[id(genv)] = _unpacked_upstreams(index, grad.node)
             for body in all_bodies(index, record):
                 if body.nested:
                     self._nested[id(index.env_for(body.func))] = body.func
@@ -467,6 +486,8 @@ class Tensors:
         if found is None:
             return False
         env, values, is_root = found
+        if len(values) == 1 and values[0] is UNPACKED and name.value in self._unpacked.get(id(env), ()):
+            return True  # `(dy,) = args` in a grad taking `*args`: one upstream gradient
         facts: list[bool] = []
         if is_root:
             facts.append(True)

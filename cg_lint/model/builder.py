@@ -276,8 +276,13 @@ class ModelBuilder:
                 func, via_partial, args = args[0].value, True, args[1:]
             record = None
             if type(func) is cst.Name:
-                for value in self.ix.lookup_function(func):
+                values = self.ix.lookup_function(func)
+                for value in values:
                     record = by_binding.get(id(value)) or record
+                if record is None and len(values) == 1 and type(values[0]) is cst.Call:
+                    record = self._factory_result(values[0], by_binding)  # `op = make_op(); op(x)`
+            elif type(func) is cst.Call:
+                record = self._factory_result(func, by_binding)  # `make_op()(x)`
             elif (type(func) is cst.Attribute and type(func.value) is cst.Name
                   and func.value.value in ("self", "cls") and methods):
                 cls = self.ix.enclosing(call, (cst.ClassDef,))
@@ -291,6 +296,29 @@ class ModelBuilder:
                 keywords=[a for a in args if a.keyword is not None],
                 has_star=any(a.star for a in args), via_partial=via_partial,
             ))
+
+    def _factory_result(self, call: cst.Call, by_binding: dict[int, CustomGradient]) -> CustomGradient | None:
+        """The custom gradient a call of a plain local function (a factory) returns: every return
+        of the factory names the same custom gradient defined in it."""
+        if type(call.func) is not cst.Name:
+            return None
+        defs = self.ix.lookup_function(call.func)
+        if len(defs) != 1 or type(defs[0]) is not cst.FunctionDef or id(defs[0]) in by_binding:
+            return None
+        factory = defs[0]
+        found: set[int] = set()
+        record = None
+        for node in self.ix.walk.own_nodes(factory.body):
+            if type(node) is cst.Yield or type(node) is cst.Return and type(node.value) is not cst.Name:
+                return None
+            if type(node) is cst.Return:
+                bound = self.env_for(factory).bindings.get(node.value.value, [])
+                made = [by_binding[id(b)] for b in bound if id(b) in by_binding]
+                if len(made) != 1 or len(bound) != 1:
+                    return None
+                record = made[0]
+                found.add(id(record))
+        return record if len(found) == 1 else None
 
     def _is_partial(self, call: cst.Call) -> bool:
         # cheap textual test first (as in is_custom_gradient): resolving builds environments

@@ -14,9 +14,11 @@ rule that reads more must extend this):
 - name resolution: every top-level statement binding a name a kept statement mentions, to a
   fixpoint; defs and classes kept only for that become stubs (header and ``...``), other statements
   stay whole. Mentions are every word of the kept text (strings and comments included). Kept whole
-  instead: defs that the roots and call sites name (helpers whose returns the tensor analysis
-  reads, one call deep) and classes that mention ``Variable``/``add_weight`` (a module-level object
-  built from one may hold variables); and statements calling ``run_functions_eagerly`` are roots;
+  instead: defs that the roots and call sites call or decorate with (helpers whose returns the
+  tensor analysis reads, one call deep; decorators whose wrappers CG008 reads), classes they call
+  (CG012 reads the bases and methods of an object passed as an input) and classes that mention
+  ``Variable``/``add_weight`` (a module-level object built from one may hold variables); and
+  statements calling ``run_functions_eagerly`` are roots;
 - in kept classes: members that are not defs, in full; methods that define (``self.x = ...``) or
   are named like (properties) a ``self.x`` a full member reads become skeletons: the header, the
   ``self.x = ...`` assignments and the imports of the method's own scope, each moved to the body's
@@ -41,7 +43,8 @@ from cg_lint.prefilter.lines import Lines, first_line, groups, starts_line, touc
 _WORD = re.compile(r"\w+")
 # `tf.config.run_functions_eagerly(True)` (and the experimental spelling): the model reads it
 _EAGER_SWITCH = re.compile(r"run_functions_eagerly\b")
-_CALLED = re.compile(r"\b(\w+)\s*\(")
+# `name(`, and `@name` (a decorator of the file, whose wrapper CG008 reads): what the analyses follow
+_CALLED = re.compile(r"\b(\w+)\s*\(|^[ \t]*@[ \t]*(\w+)", re.M)
 # a class whose instances may hold variables (a config object at module level): VariableFinder reads it
 _VARIABLE_WORDS = re.compile(r"\b(?:Variable|add_weight|add_variable|get_variable)\b")
 _RETURN_WORD = re.compile(r"\b(?:return|lambda)\b")
@@ -174,7 +177,7 @@ class _Reduction:
     def called(self, first: int, last: int) -> set[str]:
         """The names called in these lines (``name(``): the helpers the analyses may follow."""
         starts = self.offsets.starts
-        return set(_CALLED.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))]))
+        return {a or b for a, b in _CALLED.findall(self.text, starts[first - 1], starts[min(last, len(self.lines))])}
 
     def header_words(self, unit: _Unit) -> set[str]:
         return self.words(unit.first, (unit.body_line or unit.last + 1) - 1)
@@ -344,7 +347,8 @@ class _Reduction:
                     if other.state != _BLANK:
                         continue
                     if (other.is_def and name in helper_words
-                            or other.name is not None and not other.is_def and self.mentions(other, _VARIABLE_WORDS)):
+                            or other.name is not None and not other.is_def and (
+                                self.mentions(other, _VARIABLE_WORDS) or name in helper_words)):
                         other.state = _FULL
                         self.full.append(other)
                         for m in other.members:

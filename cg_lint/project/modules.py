@@ -35,7 +35,10 @@ class Project:
         self._files: list[str] | None = None
         self.overlays = overlays if overlays is not None else {}  # shared: an editor updates it
         self._texts: dict[str, str | None] = {}
+        self._stamps: dict[str, object] = {}  # what fresh_text saw of each file
         self._scans: dict[str, ModuleScan] = {}
+        # what other searches derive from a module's text (cg_lint/project/leads.py), with that text
+        self.memo: dict[object, tuple[str, object]] = {}
         self.truncated = False
         self._traces: bool | None = None
 
@@ -60,6 +63,22 @@ class Project:
             data = read_regular(key, MAX_BYTES)
             self._texts[key] = data.decode("utf-8", "replace") if isinstance(data, bytes) else None
         return self._texts[key]
+
+    def fresh_text(self, path: str) -> str | None:
+        """``text``, read again when the file changed since (its size or modification time): a
+        process that lives across saves (an editor's flake8) answers leads from the helper as it
+        is now. One ``stat`` per call."""
+        key = os.path.abspath(path)
+        if key not in self.overlays:
+            try:
+                st = os.stat(key)
+                seen: object = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                seen = None
+            if self._stamps.get(key, seen) != seen:
+                self._texts.pop(key, None)
+            self._stamps[key] = seen
+        return self.text(key)
 
     def scan(self, path: str) -> ModuleScan:
         key = os.path.abspath(path)

@@ -112,6 +112,9 @@ class CgLintServer(LanguageServer):
         self.asts: dict[str, IncrementalAst] = {}  # per document: touched only on the worker thread
         self.caches: Caches | None = None  # the engine's, for the session (libcst imported then)
         self.trace: TraceContexts | None = None  # the projects of the open files (cg_lint/project)
+        # paths whose last lint left leads (cg_lint/answering.py): another buffer's edit may
+        # change their answers, so they are linted again after one
+        self.lead_uris: set[str] = set()
         self.schedules: dict[str, _Schedule] = {}
         # each open document's opening (a number never reused): a lint of an earlier opening, at
         # the same version number (they restart at each open), is never published for a later one
@@ -169,12 +172,20 @@ class CgLintServer(LanguageServer):
         decides (cg_lint/project), with the open buffer in place of the file on disk."""
         if not findings:
             return findings
+        from cg_lint.answering import answer_leads
         from cg_lint.project import TraceContexts, in_context
 
         if self.trace is None:
             self.trace = TraceContexts()
         self.trace.overlay(path, text)
-        return in_context(findings, settings.trace_context, self.trace)
+        self.lead_uris.discard(path)
+        if any(f.lead is not None for f in findings):
+            self.lead_uris.add(path)
+            # a helper module open in the editor is read from its buffer, saved or not
+            for doc in list(self.workspace.text_documents.values()):
+                if self.is_python(doc) and doc.uri.startswith("file:"):
+                    self.trace.overlay(self.document_path(doc.uri)[0], doc.source)
+        return in_context(answer_leads(findings, self.trace), settings.trace_context, self.trace)
 
     def lint_now(self, uri: str, version: int | None, text: str) -> Linted:
         """Lint one text (on the worker thread). Never raises: a failure is logged."""
@@ -191,7 +202,7 @@ class CgLintServer(LanguageServer):
             settings = loaded.settings
             assert settings is not None
             last = self.linted.get(uri)
-            if last is not None and last.text == text and last.settings is settings:
+            if last is not None and last.text == text and last.settings is settings and path not in self.lead_uris:
                 # the same text under the same settings (a save without edits): the same result
                 return Linted(
                     version, text, last.lines, last.findings, last.diagnostics, settings, path
@@ -298,6 +309,14 @@ class CgLintServer(LanguageServer):
         if self.open_document(uri) is doc:  # not closed (nor reopened) meanwhile: keep it
             self.linted[uri] = linted
         return linted
+
+    def relint_leads(self, changed: str) -> None:
+        """Lint again the open documents whose leads another buffer's edit may answer otherwise."""
+        if not self.lead_uris:
+            return
+        for doc in list(self.workspace.text_documents.values()):
+            if doc.uri != changed and doc.uri.startswith("file:") and self.document_path(doc.uri)[0] in self.lead_uris:
+                self.schedule(doc.uri, self.debounce)
 
     def relint_all(self) -> None:
         for doc in list(self.workspace.text_documents.values()):
@@ -466,6 +485,7 @@ def create_server() -> CgLintServer:  # noqa: C901 (a table of cases)
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: CgLintServer, params: types.DidChangeTextDocumentParams) -> None:
         ls.schedule(params.text_document.uri, ls.debounce)
+        ls.relint_leads(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: CgLintServer, params: types.DidSaveTextDocumentParams) -> None:

@@ -64,7 +64,10 @@ class FileIndex:
         for node in self.nodes:
             if type(node) is cst.Import or type(node) is cst.ImportFrom:
                 owner = self.enclosing(node, (cst.FunctionDef, cst.Lambda))
-                self._add_import(node, self.imports.setdefault(id(owner) if owner else 0, {}))
+                table = self.imports.setdefault(id(owner) if owner else 0, {})
+                # `try: import tensorflow as tf / except ImportError: import tf_fallback as tf`:
+                # the fallback stands in for what the try body imported, which the module means
+                self._add_import(node, table, keep=self._import_fallback(node))
 
     def _index(self) -> None:
         """Every syntax node in source order, and each one's parent."""
@@ -76,7 +79,18 @@ class FileIndex:
             self.nodes.extend(nodes)
             self.parents.update(parents)
 
-    def _add_import(self, node: cst.Import | cst.ImportFrom, table: dict[str, str]) -> None:
+    def _import_fallback(self, node: cst.CSTNode) -> bool:
+        """``node`` sits in an ``except`` clause (of ImportError, or any) of a ``try``."""
+        handler = self.enclosing(node, (cst.ExceptHandler, cst.FunctionDef, cst.Lambda, cst.ClassDef))
+        return type(handler) is cst.ExceptHandler
+
+    def _add_import(self, node: cst.Import | cst.ImportFrom, table: dict[str, str], keep: bool = False) -> None:
+        if keep:  # a fallback: add only names the try body did not bind
+            fresh: dict[str, str] = {}
+            self._add_import(node, fresh)
+            for name, full in fresh.items():
+                table.setdefault(name, full)
+            return
         if type(node) is cst.Import:
             for alias in node.names:
                 full = cst.helpers.get_full_name_for_node(alias.name) or ""

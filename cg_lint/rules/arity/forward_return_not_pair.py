@@ -19,7 +19,8 @@ class ForwardReturnNotPair(Rule):
 
     ## What it does
     Checks that every `return` of a custom-gradient function gives exactly two things: the outputs
-    (any structure) and the gradient function.
+    (any structure) and the gradient function, also through a plain helper of the file whose
+    every return is one value that is no function (`return _finish(y)`).
 
     ## Why is this bad?
     TensorFlow runs `result, grad_fn = f(*args)`. `return z, w, grad` fails with
@@ -50,7 +51,9 @@ class ForwardReturnNotPair(Rule):
     run before. Swapped or missing gradient functions are not fixed automatically.
 
     ## Known limitations
-    A return value built by a helper call (`return make_pair(x)`) is not checked.
+    A return value built by a helper call is checked only when every return of the helper is one
+    value that is no function (`return _finish(y)`); a helper that builds the pair
+    (`return make_pair(x)`) is not checked.
     """
 
     code = CG001
@@ -99,6 +102,23 @@ import tensorflow_probability as tf  # not TensorFlow: TFP's helper has another 
 def g(x):
     return x
 """,
+        """
+import tensorflow as tf
+
+def _with_grad(y, g):
+    return y, g  # a pair: what the forward needs
+
+def _same(g):
+    return g  # hands back what it is given: a function here
+
+@tf.custom_gradient
+def double(x):
+    def grad(dy):
+        return dy * 2.0
+    return _with_grad(x * 2.0, _same(grad))
+
+# tf: grad(double, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -139,6 +159,20 @@ import tensorflow as tf
 
 g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
 """,
+        """
+import tensorflow as tf
+
+def _finish(y):
+    return tf.identity(y)  # the outputs alone: the grad was left behind
+
+@tf.custom_gradient
+def double(x):
+    def grad(dy):
+        return dy * 2.0
+    return _finish(x * 2.0)  # expect: CG001
+
+# tf: grad(double, [1.0, 2.0, 3.0]) => eager raises too many values to unpack; graph raises Iterating over a symbolic
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -163,6 +197,9 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
             elif classify(value, env, own, qn) == Kind.NOT_CALLABLE:
                 return (f"'{name}' returns only its outputs ({describe(value)}); it must return "
                         f"(outputs, grad_fn)"), None
+            elif (single := _helper_single_value(ctx, value, env, own)) is not None:
+                return (f"'{name}' returns what {describe(value.func)}() returns, only its outputs "
+                        f"({describe(single)}); it must return (outputs, grad_fn)"), None
             else:
                 return None, None
             if type(value) not in (cst.Tuple, cst.List):
@@ -200,3 +237,43 @@ g = tf.custom_gradient(lambda x: (x, x * 2.0))  # expect: CG001
         # an Element's range is its value's, parentheses included (a value's own range excludes them)
         (l1, c1), (l2, c2) = ctx.index.position(outs[0]), ctx.index.end_position(outs[-1])
         return Fix("Wrap the outputs in a tuple", (Edit(l1, c1, l1, c1, "("), Edit(l2, c2, l2, c2, ")")), safe=True)
+
+
+def _helper_single_value(ctx: LintContext, call: cst.BaseExpression, env, own: set[str]) -> cst.BaseExpression | None:
+    """``return _finish(y)`` where ``_finish`` is a plain function of this file whose every return
+    is one value that is no function (a parameter counts by what the call passes for it): that
+    value; None when anything is unclear (a tuple, a callable, a value passed in unknown)."""
+    if type(call) is not cst.Call or type(call.func) is not cst.Name or any(a.star or a.keyword for a in call.args):
+        return None
+    defs = ctx.index.lookup_function(call.func)
+    if len(defs) != 1 or type(defs[0]) is not cst.FunctionDef or defs[0].decorators:
+        return None
+    helper = defs[0]
+    if any(r.node is helper for r in ctx.records):
+        return None
+    henv = ctx.index.env_for(helper)
+    params = [p.name.value for p in (*helper.params.posonly_params, *helper.params.params)]
+    qn = ctx.index.qualnames
+    found = None
+    for node in ctx.index.walk.own_nodes(helper.body):
+        if type(node) is cst.Yield:
+            return None
+        if type(node) is not cst.Return:
+            continue
+        value = node.value
+        if value is None:
+            return None
+        value = literal_binding(value, henv) or value
+        if type(value) in (cst.Tuple, cst.List):
+            return None
+        if type(value) is cst.Name and value.value in params and not henv.bindings.get(value.value):
+            i = params.index(value.value)
+            if i >= len(call.args):
+                return None
+            kind = classify(call.args[i].value, env, own, qn)
+        else:
+            kind = classify(value, henv, set(), qn)
+        if kind != Kind.NOT_CALLABLE:
+            return None
+        found = found or node.value
+    return found

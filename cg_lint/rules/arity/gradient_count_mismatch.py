@@ -18,6 +18,7 @@ from cg_lint.codes import CG003
 from cg_lint.findings import Finding
 from cg_lint.model.records import CustomGradient
 from cg_lint.rules.base import LintContext, Rule, plural
+from cg_lint.rules.leads_left import count_lead
 
 
 class GradientCountMismatch(Rule):
@@ -31,8 +32,10 @@ class GradientCountMismatch(Rule):
     of its `(input_grads, variable_grads)` pair, except in a branch that runs only when TF passes no
     variables (`if variables is None:`), where TF called `grad(*upstreams)` and every returned value
     is an input gradient. Parameters with defaults count only when passed, so the expected count is a
-    range unless calls in the same file pin it; when calls pass different numbers of inputs, the
-    call that disagrees with what grad returns is reported.
+    range unless calls in the same file pin it (calls of the name, of a factory that returns the
+    custom gradient, `f(*state)` with `state` a tuple the file spells; a call with keyword
+    arguments is CG008's); when calls pass different numbers of inputs, the call that disagrees
+    with what grad returns is reported.
 
     ## Why is this bad?
     Eagerly, TensorFlow raises `ValueError: custom_gradient function expected to return 2 gradients,
@@ -64,7 +67,9 @@ class GradientCountMismatch(Rule):
     ## Known limitations
     Silent when the count is not statically knowable: `*args` inputs, inputs iterated or measured
     (`for t in xs`, `len(xs)`), gradients built at run time (`[g] + [None] * (len(args) - 1)`) or
-    returned by a helper call. A branch on `variables` is read as dead when the file says which way
+    returned by a helper whose returns do not agree on a count. A plain function of the same file,
+    or of another module of the project that the file imports (`from .grads import mul_grads`), is
+    counted through its returns. A branch on `variables` is read as dead when the file says which way
     it goes (the forward reads a variable, or certainly reads none).
     """
 
@@ -254,6 +259,31 @@ b = diff(tf.constant(1.0), y=tf.constant(2.0))  # a keyword: CG008 reports this 
 
 # tf: grad(diff, [1.0], [2.0]) => both ok
 """,
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair_sum(*xs):
+    return tf.add_n(list(xs)), lambda dy: (dy, dy)
+
+def apply(x, y):
+    parts = [x]
+    parts.append(y)  # a list that grows: two inputs by the time of the call
+    return pair_sum(*parts)
+
+# tf: grad(apply, [1.0], [2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def first_of_two(x):
+    def grad(*dys):
+        return dys[0] + dys[-1]  # one tensor built from both upstreams
+    return (x * 1.0, x * 1.0), grad
+
+# tf: grad(first_of_two, [1.0, 2.0]) => both ok [[2.0, 2.0]]
+""",
     )
     INVALID = (
         """
@@ -361,6 +391,46 @@ def thrice(x):
 
 # tf: grad(thrice, [1.0, 2.0]) => eager raises return 2 gradients, but returned 1; graph raises too few gradients
 """,
+        """
+import tensorflow as tf
+
+def make_sum():
+    @tf.custom_gradient
+    def total(*xs):
+        return tf.add_n(list(xs)), lambda dy: (dy, dy)  # expect: CG003
+    return total
+
+def apply(a, b, c):
+    op = make_sum()
+    return op(a, b, c)  # the factory's custom gradient, called with three inputs
+
+# tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def cell(*inputs):
+    return tf.add_n(list(inputs)), lambda dy: (dy, dy)  # expect: CG003
+
+def apply(a, b, c):
+    state = (a, b, c)
+    return cell(*state)  # three inputs
+
+# tf: grad(apply, 1.0, 2.0, 3.0) => eager raises return 3 gradients; graph raises too few gradients
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def add(a, b):
+    return a + b, lambda *dys: dys[0]  # expect: CG003
+
+def apply(a, b):
+    return add(a, b)
+
+# tf: grad(apply, [1.0], [2.0]) => eager raises return 2 gradients; graph raises too few gradients
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -377,6 +447,12 @@ def thrice(x):
                             ctx.index, record):
                         continue  # a branch that never runs: the forward's variables decide
                     counts = returned_counts(grad, site, counter, branch)
+                    if counts is None and branch is None and not grad.accepts_variables and not grad.is_custom_gradient:
+                        # `return helper(...)` of another module: its body counts (a lead)
+                        lead = count_lead(self, ctx, record, site, expected.low, expected.high, expected.exact,
+                                          _describe_expected(record, expected))
+                        if lead is not None:
+                            yield lead
                     if counts is None:
                         returned = None
                     elif returned is not None:

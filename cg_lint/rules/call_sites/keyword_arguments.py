@@ -20,11 +20,14 @@ class KeywordArguments(Rule):
     """Keyword arguments passed to a custom-gradient function (including `functools.partial`).
 
     ## What it does
-    Flags calls of a custom-gradient function defined in the same file that pass keyword arguments,
+    Flags calls of a custom-gradient function defined in the same file (or returned by a factory
+    function there: `op = make_op(); op(x=...)`) that pass keyword arguments,
     directly or through a `**mapping` whose keys the file spells (`f(x, **{"scale": 3.0})`,
     `f(x, **OPTIONS)` with `OPTIONS = {...}` or `dict(scale=3.0)`), `functools.partial(f,
-    name=value)` bindings of one, and calls that forward `**kwargs` to a custom-gradient function
-    written to accept keywords (`def inner(*args, **kwargs)`).
+    name=value)` bindings of one, calls that forward `**kwargs` to a custom-gradient function
+    written to accept keywords (`def inner(*args, **kwargs)`), and decorators of the file above
+    `@tf.custom_gradient` whose wrapper calls it with keywords (explicit ones, or `**kwargs` after
+    `kwargs.setdefault("training", ...)`).
 
     ## Why is this bad?
     Under `tf.function` (and Keras `fit`) any keyword argument raises `ValueError: The custom_gradient
@@ -156,6 +159,45 @@ def apply(x):
 
 # tf: grad(apply, [1.0, 2.0]) => both ok [[3.0, 3.0]]
 """,
+        """
+import tensorflow as tf
+
+def make(weight):
+    @tf.custom_gradient
+    def scaled(x):
+        return x * weight, lambda dy: dy * weight
+
+    def call(x, scale=1.0):
+        return scaled(x) * scale
+    return call  # the factory hands out `call`, not the custom gradient
+
+def apply(x):
+    op = make(weight=2.0)  # a keyword to the factory: configuration
+    return op(x, scale=3.0)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok [[6.0, 6.0]]
+""",
+        """
+import functools
+import tensorflow as tf
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        tf.get_logger().debug("calling %s", fn.__name__)
+        return fn(*args, **kwargs)  # hands on only what callers pass: no keywords here
+    return wrapper
+
+@logged
+@tf.custom_gradient
+def double(x):
+    return x * 2.0, lambda dy: dy * 2.0
+
+def apply(x):
+    return double(x)
+
+# tf: grad(apply, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -219,6 +261,45 @@ def apply(x):
 
 # tf: grad(apply, [1.0, 2.0]) => eager raises return 1 gradients; graph raises only when eager
 """,
+        """
+import tensorflow as tf
+
+def make_loss(weight):
+    @tf.custom_gradient
+    def loss(x, y):
+        def grad(dz):
+            return dz * weight * 2.0 * (x - y), -dz * 2.0 * (x - y)
+        return tf.reduce_sum(tf.square(x - y)), grad
+    return loss
+
+def apply(a, b):
+    op = make_loss(1000.0)
+    return op(x=a, y=b)  # expect: CG008
+
+# tf: grad(apply, [4.0, 5.0], [5.0, 7.0]) => eager wrong [[-2000.0, -4000.0], [2.0, 4.0]]; graph raises only when eager
+""",
+        """
+import functools
+import tensorflow as tf
+
+def with_training(fn):
+    @functools.wraps(fn)
+    def wrapper(x, **kwargs):
+        kwargs.setdefault("training", True)
+        return fn(x, **kwargs)
+    return wrapper
+
+@with_training  # expect: CG008
+@tf.custom_gradient
+def noisy(x, training=False):
+    y = x + tf.random.normal(tf.shape(x), seed=1) * 0.0 if training else x
+    return y, lambda dy: dy
+
+def apply(x):
+    return noisy(x)
+
+# tf: grad(apply, [1.0, 2.0]) => eager ok; graph raises only when eager
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -226,6 +307,16 @@ def apply(x):
             sig = record.signature
             takes_keywords = sig.kwargs is not None or bool(sig.kwonly)
             context = context_of(ctx.index, record)  # computed only when a call has keywords
+            injected = _decorator_keywords(ctx, record) if not context.eager_only else None
+            if injected is not None:
+                decorator, names = injected
+                line, column = ctx.position(decorator)
+                yield self.finding(ctx, line, column, (
+                    f"'{record.name}' is wrapped by a decorator whose wrapper calls it with keyword arguments "
+                    f"({names}): under tf.function this raises ValueError (custom_gradient supports keyword "
+                    f"arguments only eagerly){context.traced_note()}, and eagerly keyword tensors get no custom "
+                    f"gradient; pass them positionally, or apply the decorator below @tf.custom_gradient"),
+                    record.qualname)
             for site in record.call_sites:
                 forwarded = next((a for a in site.node.args if a.star == "**"), None)
                 spread = _mapping_items(ctx, forwarded.value) if forwarded is not None else None
@@ -275,6 +366,48 @@ def apply(x):
 
 # keywords that name configuration, never a tensor to differentiate
 CONFIGURATION = frozenset({"dtype", "name", "training", "axis", "seed", "verbose", "mode", "shape"})
+def _decorator_keywords(ctx: LintContext, record) -> tuple[cst.Decorator, str] | None:
+    """A decorator of this file above the custom-gradient one whose wrapper calls the decorated
+    function with keywords: explicit ones, or its ``**kwargs`` after adding a key to them
+    (``kwargs.setdefault("training", ...)``, ``kwargs["mask"] = ...``, ``kwargs.update(...)``)."""
+    func = record.node
+    if type(func) is not cst.FunctionDef:
+        return None
+    for decorator in func.decorators:
+        if ctx.index.is_custom_gradient(decorator.decorator if type(decorator.decorator) is not cst.Call
+                                        else decorator.decorator.func):
+            return None  # decorators below custom_gradient wrap the forward, not the call
+        expr = decorator.decorator
+        if type(expr) is not cst.Name:
+            continue
+        defs = ctx.index.lookup_function(expr)
+        if len(defs) != 1 or type(defs[0]) is not cst.FunctionDef or not defs[0].params.params:
+            continue
+        wrapped = defs[0].params.params[0].name.value
+        for node in ctx.index.walk.walk(defs[0]):
+            if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != wrapped:
+                continue
+            wrapper = ctx.index.enclosing(node, (cst.FunctionDef,))
+            names = [f"{a.keyword.value}=" for a in node.args if a.keyword is not None]
+            spread = next((a.value for a in node.args if a.star == "**"), None)
+            if type(spread) is cst.Name and type(wrapper) is cst.FunctionDef and _adds_keys(ctx, wrapper, spread.value):
+                names.append(f"**{spread.value} with keys it adds")
+            if names:
+                return decorator, ", ".join(names)
+    return None
+
+
+def _adds_keys(ctx: LintContext, func: cst.FunctionDef, name: str) -> bool:
+    for node in ctx.index.walk.function_nodes(func):
+        if type(node) is cst.Call and type(node.func) is cst.Attribute and type(node.func.value) is cst.Name \
+                and node.func.value.value == name and node.func.attr.value in ("setdefault", "update"):
+            return True
+        if type(node) is cst.AssignTarget and type(node.target) is cst.Subscript \
+                and type(node.target.value) is cst.Name and node.target.value.value == name:
+            return True
+    return False
+
+
 def _outer_keywords(ctx: LintContext, expr: cst.BaseExpression) -> bool:
     """``**kw`` where ``kw`` is the ``**`` parameter of an enclosing custom gradient."""
     if type(expr) is not cst.Name:

@@ -27,7 +27,8 @@ class UpstreamUnused(Rule):
     parameter of `*upstreams`), or reads only its shape (`tf.ones_like(dy)`, `dy.shape`), or
     replaces it before any use (`dy = tf.ones_like(dy)`), while it returns a gradient that is not
     zero. A grad that returns only `None` or zeros (an intentional stop) is fine, and so is one
-    that hands the upstream to a helper.
+    that hands the upstream to a helper, unless the helper is a plain function of the file that
+    never reads the parameter it lands in (or reads only its shape).
 
     ## Why is this bad?
     `grad` computes a vector-Jacobian product: TF passes the gradient of the loss with respect to
@@ -106,6 +107,38 @@ def pair(x):
 
 # tf: grad(pair, [1.0, 2.0]) => both ok
 """,
+        """
+import tensorflow as tf
+
+def _gate(x, g):
+    return _masked(g, tf.abs(x) <= 1.0)  # handed on again: read
+
+def _masked(g, mask):
+    return tf.where(mask, g, tf.zeros_like(g))
+
+@tf.custom_gradient
+def hard_tanh(x):
+    def grad(dy):
+        return _gate(x, dy)
+    return tf.clip_by_value(x, -1.0, 1.0), grad
+
+# tf: grad_scaled(hard_tanh, 3.0, [0.5, 2.0]) => both ok [[3.0, 0.0]]
+""",
+        """
+import tensorflow as tf
+
+def _stop(dy):
+    del dy
+    return None  # no gradient at all: a deliberate stop, not a dropped upstream
+
+@tf.custom_gradient
+def frozen(x):
+    def grad(dy):
+        return _stop(dy)
+    return tf.identity(x), grad
+
+# tf: grad(frozen, [1.0, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -139,6 +172,21 @@ def square(x):
     return x * x, grad
 
 # tf: grad_scaled(square, 3.0, [1.0, 2.0]) => both wrong [[6.0, 12.0]]
+""",
+        """
+import tensorflow as tf
+
+def _slope(x, dy):
+    del dy  # the helper's own derivative: the upstream is dropped here
+    return tf.cast(tf.abs(x) <= 1.0, x.dtype)
+
+@tf.custom_gradient
+def hard_tanh(x):
+    def grad(dy):  # expect: CG013
+        return _slope(x, dy)
+    return tf.clip_by_value(x, -1.0, 1.0), grad
+
+# tf: grad_scaled(hard_tanh, 3.0, [0.5, 2.0]) => both wrong [[3.0, 0.0]]
 """,
     )
 
@@ -176,11 +224,48 @@ def _reads_upstream(ctx: LintContext, grad: GradFn, names: list[str]) -> bool:
         parent = ctx.index.parent(node)
         if type(parent) in (cst.Param, cst.AssignTarget) or type(parent) is cst.Attribute and parent.attr is node:
             continue
-        if not _shape_only(ctx, node):
+        if not _shape_only(ctx, node) and not _dropped_by_helper(ctx, node):
             return True
     # locals()/vars() may hand it on
     return any(type(n) is cst.Call and type(n.func) is cst.Name and n.func.value in ("locals", "vars")
                for n in ctx.index.walk.walk(grad.node))
+
+
+def _dropped_by_helper(ctx: LintContext, name: cst.Name) -> bool:
+    """``_slope(x, dy)`` where ``_slope`` is a plain function of this file that never reads the
+    parameter ``dy`` lands in (or only its shape): handing the upstream there uses nothing of it."""
+    arg = ctx.index.parent(name)
+    call = ctx.index.parent(arg)
+    if type(arg) is not cst.Arg or arg.value is not name or arg.star or type(call) is not cst.Call \
+            or type(call.func) is not cst.Name:
+        return False
+    defs = ctx.index.lookup_function(call.func)
+    if len(defs) != 1 or type(defs[0]) is not cst.FunctionDef or defs[0].decorators:
+        return False
+    helper = defs[0]
+    if any(r.node is helper for r in ctx.records) or type(helper.params.star_arg) is cst.Param \
+            or helper.params.star_kwarg is not None:
+        return False  # a custom gradient, or `*args`/`**kwargs` that may hand it on
+    params = [*helper.params.posonly_params, *helper.params.params]
+    if arg.keyword is not None:
+        target = next((p for p in params if p.name.value == arg.keyword.value), None)
+    else:
+        index = [a for a in call.args if a.keyword is None].index(arg)
+        target = params[index] if index < len(params) else None
+    if target is None:
+        return False
+    values = [n.value for n in ctx.index.walk.own_nodes(helper.body) if type(n) is cst.Return]
+    if not values or any(not _leaves(v) or all(_is_zero(ctx, x) for x in _leaves(v)) for v in values):
+        return False  # nothing, None or zeros: a deliberate stop, whatever grad does with it
+    for node in ctx.index.walk.walk(helper):
+        if type(node) is not cst.Name or node.value != target.name.value or node is target.name:
+            continue
+        parent = ctx.index.parent(node)
+        if type(parent) is cst.Del or type(parent) is cst.Attribute and parent.attr is node:
+            continue
+        if not _shape_only(ctx, node):
+            return False  # read (or rebound: not followed)
+    return True
 
 
 def _shape_only(ctx: LintContext, name: cst.Name) -> bool:

@@ -3,6 +3,8 @@ under tf.function, and one finding per statement."""
 
 from __future__ import annotations
 
+import json
+
 import libcst as cst
 
 from cg_lint.analyses.contexts import asserts_eager, context_of
@@ -13,10 +15,11 @@ from cg_lint.model.bodies import all_bodies
 from cg_lint.project import UNTRACEABLE
 from cg_lint.model.records import CustomGradient, FuncNode
 from cg_lint.rules.base import LintContext, Rule
+from cg_lint.rules.leads_left import imported_name, project_imports
 
 GRAPH = "under tf.function"
 __all__ = ["GRAPH", "UNTRACEABLE", "Reporter", "converted", "graph_bodies", "graph_tensors", "helper_bodies",
-           "python_values"]
+           "helper_leads", "python_values"]
 
 
 def python_values(ctx: LintContext, record: CustomGradient) -> dict[str, list[tuple[cst.CSTNode, str]]]:
@@ -101,6 +104,53 @@ def _self_method(ctx: LintContext, record: CustomGradient, func: cst.BaseExpress
                 id(r.node) for r in ctx.records}:
             return stmt
     return None
+
+
+def helper_leads(rule: Rule, ctx: LintContext, record: CustomGradient) -> list[Finding]:
+    """Leads for the calls the bodies make, with tensors, of functions the file imports from
+    elsewhere (``from .ops import safe_norm``): the helper's module is another file, so whether its
+    body does Python on those tensors is answered outside this file's lint
+    (``cg_lint/rules/lead_answers.py``). One lead per call statement and helper."""
+    key = ("helper-leads", id(record))
+    if key not in ctx.cache:
+        ctx.cache[key] = _imported_calls(ctx, record)
+    out = []
+    for line, column, question in ctx.cache[key]:  # type: ignore[attr-defined]
+        name = question["name"]
+        # the note names a line of this file: in the message, a cached result is moved with care
+        out.append(Finding(ctx.path, line, column, rule.code,
+                           f"lead: does '{name}' do Python on a tensor?{question['note']}",
+                           record.qualname, lead=json.dumps(question, sort_keys=True)))
+    return out
+
+
+def _imported_calls(ctx: LintContext, record: CustomGradient) -> list[tuple[int, int, dict[str, object]]]:
+    if not project_imports(ctx):
+        return []  # the file imports only libraries: nothing to ask
+    tensors = graph_tensors(ctx, record)
+    autograph = converted(ctx, record)
+    note = context_of(ctx.index, record).traced_note()
+    seen: set[tuple[int, str]] = set()
+    found: list[tuple[int, int, dict[str, object]]] = []
+    for func, who in graph_bodies(ctx, record):
+        for node in body_nodes(func, ctx.index):
+            if type(node) is not cst.Call or any(a.star for a in node.args):
+                continue
+            name = imported_name(ctx, node.func)
+            if name is None:
+                continue
+            args = [i for i, a in enumerate(a for a in node.args if a.keyword is None)
+                    if tensors.is_single_tensor(a.value)]
+            keywords = sorted(a.keyword.value for a in node.args
+                              if a.keyword is not None and tensors.is_single_tensor(a.value))
+            stmt = statement_of(ctx.index, node)
+            if not (args or keywords) or (id(stmt), name) in seen:
+                continue
+            seen.add((id(stmt), name))
+            line, column = ctx.position(stmt)
+            found.append((line, column, {"kind": "body", "name": name, "args": args, "keywords": keywords,
+                                         "who": who, "autograph": autograph, "note": note}))
+    return found
 
 
 class Reporter:

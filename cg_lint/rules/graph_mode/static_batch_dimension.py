@@ -24,10 +24,11 @@ class StaticBatchDimension(Rule):
     """`x.shape[0]` used as a number inside a Keras layer's custom gradient.
 
     ## What it does
-    Flags `v.shape[0]` of an input or upstream of a custom gradient defined in a Keras layer's or
-    model's `call` (or `train_step`...) when it is used as a number: in a shape list for
-    `tf.reshape`/`tf.zeros`/`tf.ones`/`tf.fill`/`tf.broadcast_to`/`tf.tile`, in `range()` or
-    `int()`, or in arithmetic.
+    Flags `v.shape[0]` (also `v.shape.as_list()[0]`, `v.get_shape()[0]`) of an input or upstream
+    of a custom gradient defined in a Keras layer's or model's `call` (or `train_step`...) when it
+    is used as a number: in a shape list for `tf.reshape`/`tf.zeros`/`tf.ones`/`tf.fill`/
+    `tf.broadcast_to`/`tf.tile`, in `range()` or `int()`, or in arithmetic, directly or through a
+    name it is assigned to (`rows = v.shape[0]`) and not rebound.
 
     ## Why is this bad?
     Keras calls `call` on symbolic tensors whose batch dimension is unknown: when a functional or
@@ -88,6 +89,28 @@ import tensorflow as tf
 def flat(v):  # not in a Keras layer: the caller decides the shapes
     return tf.reshape(v, [v.shape[0], -1]), lambda dy: tf.reshape(dy, tf.shape(v))
 """,
+        """
+import keras
+import tensorflow as tf
+
+class Rows(keras.layers.Layer):
+    def call(self, x):
+        @tf.custom_gradient
+        def rowwise(v):
+            rows = v.shape.as_list()[0]
+            if rows is None:  # rebound when unknown: a tensor from then on
+                rows = tf.shape(v)[0]
+            width = v.get_shape().as_list()[1]  # not the batch dimension
+            return tf.reshape(v, [rows, width]), lambda dy: tf.reshape(dy, tf.shape(v))
+        return rowwise(x)
+
+model = keras.Sequential([keras.Input((3,)), Rows()])
+
+def use(x):
+    return model(x)
+
+# tf: grad(use, [[1.0, 2.0, 3.0]]) => both ok
+""",
     )
     INVALID = (
         """
@@ -105,6 +128,27 @@ def build():
     return keras.Sequential([keras.Input((2, 3)), Flatten2()])
 
 # tf: call(build) => both raises Failed to convert elements of [None, -1] to Tensor
+""",
+        """
+import keras
+import tensorflow as tf
+
+class SelectRows(keras.layers.Layer):
+    def call(self, x):
+        @tf.custom_gradient
+        def select(v):
+            def grad(dy):
+                rows = dy.shape.as_list()[0]  # expect: CG015
+                return tf.ones([rows, 3]) * dy
+            return v * 1.0, grad
+        return select(x)
+
+def train():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(3), SelectRows()])
+    model.compile(loss="mse", optimizer="sgd")
+    return model.fit(tf.ones((2, 3)), tf.ones((2, 3)), verbose=0).history["loss"]
+
+# tf: call(train) => eager raises Expected int32, but got None
 """,
     )
 
@@ -142,20 +186,30 @@ def _keras_method(ctx: LintContext, record: CustomGradient) -> str | None:
 
 
 def _batch_dim(node: cst.CSTNode, names: set[str]) -> str | None:
-    """``v.shape[0]`` for a name in ``names``: that name."""
+    """``v.shape[0]`` (or ``v.shape.as_list()[0]``, ``v.get_shape()[0]``) for a name in ``names``: that name."""
     if type(node) is not cst.Subscript or len(node.slice) != 1:
         return None
     index = node.slice[0].slice
     if type(index) is not cst.Index or type(index.value) is not cst.Integer or index.value.value != "0":
         return None
     shape = node.value
-    if type(shape) is cst.Attribute and shape.attr.value == "shape" and type(shape.value) is cst.Name:
-        return shape.value.value if shape.value.value in names else None
-    return None
+    if type(shape) is cst.Call and not shape.args and type(shape.func) is cst.Attribute \
+            and shape.func.attr.value == "as_list":
+        shape = shape.func.value  # `.as_list()` keeps the None
+    if type(shape) is cst.Call and not shape.args and type(shape.func) is cst.Attribute \
+            and shape.func.attr.value == "get_shape":
+        owner = shape.func.value
+    elif type(shape) is cst.Attribute and shape.attr.value == "shape":
+        owner = shape.value
+    else:
+        return None
+    return owner.value if type(owner) is cst.Name and owner.value in names else None
 
 
-def _used_as_number(ctx: LintContext, node: cst.CSTNode) -> bool:
+def _used_as_number(ctx: LintContext, node: cst.CSTNode, follow: bool = True) -> bool:
     parent = ctx.index.parent(node)
+    if follow and type(parent) is cst.Assign and parent.value is node:
+        return any(_used_as_number(ctx, use, follow=False) for use in _uses_of_sole_binding(ctx, parent))
     if type(parent) is cst.BinaryOperation:
         return True
     if type(parent) is cst.Element:
@@ -170,4 +224,35 @@ def _used_as_number(ctx: LintContext, node: cst.CSTNode) -> bool:
     if type(parent) is cst.Arg:
         call = ctx.index.parent(parent)
         return type(call) is cst.Call and call_name(call, ctx.index.qualnames) in ("range", "int")
+    return False
+
+
+def _uses_of_sole_binding(ctx: LintContext, assign: cst.Assign) -> list[cst.Name]:
+    """The reads of ``rows`` after ``rows = v.shape[0]`` in the function around it (and the
+    functions nested there), when that assignment is the name's only binding in the function: a
+    name rebound (``if rows is None: rows = tf.shape(v)[0]``) may no longer hold the None."""
+    if len(assign.targets) != 1 or type(assign.targets[0].target) is not cst.Name:
+        return []
+    target = assign.targets[0].target
+    func = ctx.index.enclosing(assign, (cst.FunctionDef, cst.Lambda))
+    if func is None or len(ctx.index.env_for(func).bindings.get(target.value, ())) != 1:
+        return []
+    uses, stack = [], list(ctx.index.walk.children(func))
+    while stack:
+        node = stack.pop()
+        if type(node) is cst.Name and node.value == target.value and node is not target \
+                and not _shadowed(ctx, node, func):
+            uses.append(node)
+        stack.extend(ctx.index.walk.children(node))
+    return uses
+
+
+def _shadowed(ctx: LintContext, name: cst.Name, outer: cst.CSTNode) -> bool:
+    """A function between ``name`` and ``outer`` binds the name itself."""
+    owner = ctx.index.owner(name)
+    while owner is not None and owner is not outer:
+        env = ctx.index.env_for(owner)
+        if name.value in env.params or name.value in env.bindings:
+            return True
+        owner = ctx.index.owner(owner)
     return False

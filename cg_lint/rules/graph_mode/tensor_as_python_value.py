@@ -12,7 +12,9 @@ from cg_lint.analyses.tensors import Tensors, body_nodes
 from cg_lint.analyses.untraceable import in_raise, leaves_tensorflow
 from cg_lint.codes import CG010
 from cg_lint.findings import Finding
+from cg_lint.model.records import FuncNode
 from cg_lint.rules.base import LintContext, Rule, describe
+from cg_lint.rules.graph_mode.string_formats import call_problem, fstring_problem, percent_problem
 from cg_lint.rules.graph_mode.graph_mode_shared import (
     GRAPH,
     UNTRACEABLE,
@@ -21,6 +23,7 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     graph_bodies,
     graph_tensors,
     helper_bodies,
+    helper_leads,
 )
 
 _NUMBERS = {"int": "int() argument must be ... not 'SymbolicTensor'",
@@ -36,15 +39,22 @@ class TensorAsPythonValue(Rule):
     `int(t)`, `float(t)`, `len(t)`, `np.*(t)`, `range(t)` (including `for i in range(t)`) and
     iterating a tensor: `for row in t`, `for i in tf.range(n)`, comprehensions, and the builtins
     that iterate their argument (`list`, `tuple`, `sum`, `max(t)`, `min(t)`, `any`, `all`,
-    `sorted`, `enumerate`, `zip`, `map`...), where `t` is a tensor (see CG009 for what counts as one).
+    `sorted`, `enumerate`, `zip`, `map`...), `keras.ops.convert_to_numpy(t)` (and `K.get_value`,
+    `K.eval`), and string formatting that needs the tensor's value: a numeric `%` conversion
+    (`"%d" % t`, `"%.3f" % (t,)`), a format spec on the tensor itself (`f"{t:.3f}"`,
+    `format(t, ".3f")`, `"{:.3f}".format(t)`), where `t` is a tensor (see CG009 for what counts as
+    one). `%s`, `{}` and `f"{t}"` format a symbolic tensor as text and are fine.
 
     ## Why is this bad?
     AutoGraph does not convert custom-gradient bodies, so under `tf.function` and Keras `fit` they
     run on symbolic tensors, which have no value: `.numpy()` raises `AttributeError: 'SymbolicTensor'
     object has no attribute 'numpy'`, `int()`/`float()` and `range()` raise `TypeError`, `len()`
-    raises `TypeError: len is not well defined for a symbolic Tensor`, NumPy raises
-    `NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array`, and iterating raises
-    `OperatorNotAllowedInGraphError`. All of them work eagerly.
+    raises `TypeError: len is not well defined for a symbolic Tensor`, NumPy (and
+    `keras.ops.convert_to_numpy`) raises `NotImplementedError: Cannot convert a symbolic tf.Tensor
+    to a numpy array`, iterating raises `OperatorNotAllowedInGraphError`, `"%d" % t` raises
+    `TypeError: %d format: a real number is required, not SymbolicTensor` and a format spec raises
+    `TypeError: unsupported format string passed to SymbolicTensor.__format__`. All of them work
+    eagerly.
 
     ## Example
     ```python
@@ -71,7 +81,8 @@ class TensorAsPythonValue(Rule):
 
     ## Known limitations
     Only expressions known to be tensors are checked (see CG009). Calls whose result is a tuple of
-    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged.
+    tensors (`tf.unstack`, `tf.linalg.slogdet`) may be iterated and are not flagged. Helpers are
+    followed as for CG009, those imported from another module of the project included.
 
     ## Eager-only code
     Silent where graph mode cannot happen, as CG009 describes.
@@ -190,6 +201,34 @@ def total(x):
     return s / n, lambda dy: dy * tf.ones_like(x) / n
 
 # tf: grad(total, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def logged(x):
+    n = tf.shape(x)[0]
+    log = tf.get_logger()
+    log.debug("rows %s, width %d, scale %.1f%%" % (n, x.shape[-1], 2.0))  # %s: a tensor as text
+    log.debug(f"x={x} width={x.shape[-1]:>4} text={x!s:>10}")  # no spec on the tensor itself
+    log.debug("{} {:d} {n}".format(n, x.shape[-1], n=n))
+    log.debug("rows %d", x.shape[0])  # lazy: the logger formats a static int, if at all
+    return tf.identity(x), lambda dy: dy
+
+# tf: grad(logged, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def pair(a, b):
+    def grad(*args):
+        n = len(args)  # the tuple of upstreams: a Python length
+        (da, db) = args
+        return da * float(n) / 2.0 + db * 0.0, db * float(n) / 2.0 + da * 0.0
+    return (a * 1.0, b * 1.0), grad
+
+# tf: grad(pair, [1.0, 2.0], [3.0, 4.0]) => both ok
 """,
     )
     INVALID = (
@@ -318,6 +357,50 @@ def relu_if_any(x):
 
 # tf: grad(relu_if_any, [1.0, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
+        """
+import tensorflow as tf
+
+def _peak(t):
+    return "peak {:.2f}".format(tf.reduce_max(t))  # expect: CG010
+
+@tf.custom_gradient
+def mean_rows(x):
+    n = tf.shape(x)[0]
+    label = f"{tf.reduce_max(x):.3f}"  # expect: CG010
+    def grad(dy):
+        tf.get_logger().debug("backward over %d rows, %s" % (n, _peak(dy)))  # expect: CG010
+        return tf.ones_like(x) * dy / tf.cast(n, x.dtype)
+    return tf.reduce_mean(x, axis=0), grad
+
+# tf: grad(mean_rows, [[1.0], [3.0]]) => eager ok; graph raises unsupported format string passed to SymbolicTensor
+""",
+        """
+import keras
+import tensorflow as tf
+from tensorflow.keras import backend as K
+
+@tf.custom_gradient
+def softplus(x):
+    def grad(dy):
+        scale = K.get_value(tf.reduce_mean(dy))  # expect: CG010
+        return dy * keras.ops.convert_to_numpy(tf.sigmoid(x)) * scale / scale  # expect: CG010
+    return tf.math.softplus(x), grad
+
+# tf: grad(softplus, [0.0, 1.0]) => eager ok; graph raises numpy
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def clipped_identity(x):
+    def grad(*args):
+        (upstream,) = args
+        size = abs(float(upstream))  # expect: CG010
+        return upstream / max(size, 1.0)
+    return tf.identity(x), grad
+
+# tf: grad(clipped_identity, 3.0) => eager ok; graph raises float() argument must be
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -336,14 +419,25 @@ def relu_if_any(x):
             autograph = converted(ctx, record)
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
-                for node in body_nodes(func, ctx.index):
-                    if autograph and _autograph_handles(node) or in_raise(ctx.index, node):
-                        continue  # an error message runs only when the check above it fails
-                    message = self._problem(ctx, facts, node, who)
-                    if message and (finding := report(node, message)):
+                for node, message in self.problems(ctx, func, who, facts, autograph):
+                    if finding := report(node, message):
                         yield finding
+            yield from helper_leads(self, ctx, record)
 
-    def _problem(self, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
+    @classmethod
+    def problems(cls, ctx: LintContext, func: FuncNode, who: str, facts: Tensors,
+                 autograph: str | None) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each Python use of a tensor in one body, with its message (also asked of a helper
+        another module defines: cg_lint/rules/lead_answers.py)."""
+        for node in body_nodes(func, ctx.index):
+            if autograph and _autograph_handles(node) or in_raise(ctx.index, node):
+                continue  # an error message runs only when the check above it fails
+            message = cls._problem(ctx, facts, node, who)
+            if message:
+                yield node, message
+
+    @classmethod
+    def _problem(cls, ctx: LintContext, tensors: Tensors, node: cst.CSTNode, who: str) -> str | None:
         if type(node) is cst.Call:
             func = node.func
             args = [a.value for a in node.args if not a.star]
@@ -353,11 +447,22 @@ def relu_if_any(x):
                             f"and this raises AttributeError: 'SymbolicTensor' object has no attribute 'numpy'; "
                             f"compute with TF ops instead")
                 return None
-            if type(func) is cst.Name and func.value in _BUILTINS and not ctx.index.enclosing_env_binds(func):
-                if call_name(node, ctx.index.qualnames) == func.value:  # not an import of the same name
-                    return self._builtin(func.value, args, tensors, who)
-                return None
+            builtin = (type(func) is cst.Name and func.value in _BUILTINS | {"format"}
+                       and not ctx.index.enclosing_env_binds(func)
+                       and call_name(node, ctx.index.qualnames) == func.value)  # not an import of the same name
+            named_format = builtin and func.value == "format"  # type: ignore[attr-defined]
+            if named_format or type(func) is cst.Attribute and func.attr.value == "format":
+                return cls._formats(call_problem(node, tensors.is_tensor, named_format), who)
+            if type(func) is cst.Name and func.value in _BUILTINS:
+                return cls._builtin(func.value, args, tensors, who) if builtin else None
             name = call_name(node, ctx.index.qualnames) or ""
+            if name in _TO_NUMPY:
+                bad = next((a for a in args[:1] if tensors.is_tensor(a)), None)
+                if bad is not None:
+                    return (f"{who} converts a tensor with {name}() ({describe(bad)}): {GRAPH} this raises "
+                            f"NotImplementedError: Cannot convert a symbolic tf.Tensor to a numpy array; compute "
+                            f"with ops instead")
+                return None
             if name.startswith("numpy.") and not name.startswith(("numpy.float", "numpy.int", "numpy.dtype")):
                 bad = next((a for a in args if tensors.is_tensor(a)), None)
                 if bad is not None:
@@ -366,10 +471,23 @@ def relu_if_any(x):
                             f"use the tf.math (or tf.experimental.numpy) equivalent")
             return None
         if type(node) in (cst.For, cst.CompFor) and tensors.is_single_tensor(node.iter):
-            return self._iterates(who, node.iter)
+            return cls._iterates(who, node.iter)
+        if type(node) is cst.BinaryOperation:
+            return cls._formats(percent_problem(node, tensors.is_tensor), who)
+        if type(node) is cst.FormattedStringExpression:
+            return cls._formats(fstring_problem(node, tensors.is_tensor), who)
         return None
 
-    def _builtin(self, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
+    @staticmethod
+    def _formats(problem: tuple[cst.BaseExpression, str, str] | None, who: str) -> str | None:
+        if problem is None:
+            return None
+        tensor, what, error = problem
+        return (f"{who} {what} ({describe(tensor)}): {GRAPH} this raises TypeError: {error}; format it without "
+                f"a spec ('%s', '{{}}'), or with tf.strings.format / tf.print")
+
+    @classmethod
+    def _builtin(cls, fn: str, args: list[cst.BaseExpression], tensors: Tensors, who: str) -> str | None:
         if fn == "range":
             bad = next((a for a in args if tensors.is_tensor(a)), None)
             if bad is None:
@@ -382,7 +500,7 @@ def relu_if_any(x):
                 return None  # max(a, b) compares a and b: CG009's business
             iterated = args[1:] if fn == "map" else args if fn == "zip" else args[:1]
             bad = next((a for a in iterated if tensors.is_single_tensor(a)), None)
-            return self._iterates(who, bad, fn) if bad is not None else None
+            return cls._iterates(who, bad, fn) if bad is not None else None
         if len(args) != 1:
             return None
         arg = args[0]
@@ -410,6 +528,12 @@ def _autograph_handles(node: cst.CSTNode) -> bool:
     return (type(node) is cst.Call and type(node.func) is cst.Name
             and node.func.value in ("range", "int", "float", "len"))
 
+
+# Keras's conversions to NumPy: they read the value, as .numpy() does
+_TO_NUMPY = frozenset({f"{keras}.{path}.convert_to_numpy" for keras in ("keras", "tensorflow.keras", "tf_keras")
+                       for path in ("ops", "src.ops", "ops.core", "src.ops.core")}
+                      | {f"{keras}.backend.{fn}" for keras in ("keras", "tensorflow.keras", "tf_keras")
+                         for fn in ("get_value", "eval")})
 
 # builtins CG010 checks: conversions to Python numbers, len, range, and those that iterate
 _ITERATING = frozenset({"list", "tuple", "set", "frozenset", "sum", "max", "min", "any", "all", "sorted",

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
+from cg_lint.analyses.tensors import Tensors
 from cg_lint.codes import CG009
 from cg_lint.findings import Finding
 from cg_lint.rules.base import LintContext, Rule, describe
@@ -14,12 +17,14 @@ from cg_lint.rules.graph_mode.graph_mode_shared import (
     graph_bodies,
     graph_tensors,
     helper_bodies,
+    helper_leads,
 )
+from cg_lint.model.records import FuncNode
 from cg_lint.rules.graph_mode.truth_tests import truth_tests
 
 _BOOL_ERROR = "raises OperatorNotAllowedInGraphError (AutoGraph does not convert custom-gradient bodies)"
 # what fails even in a body AutoGraph converts (tests/tf_behaviour/a_contexts.out)
-_NEVER_CONVERTED = frozenset({"bool()", "assert"})
+_NEVER_CONVERTED = frozenset({"bool()", "assert", "chained comparison"})  # AutoGraph leaves them Python
 
 
 def _bool_error(autograph: str | None, construct: str) -> str:
@@ -36,6 +41,8 @@ _INSTEAD = {
     "and": "use tf.logical_and",
     "or": "use tf.logical_or",
     "not": "use tf.logical_not",
+    "chained comparison": "compare once per operator and combine with tf.logical_and (a < x < b is (a < x) and "
+                          "(x < b))",
     "bool()": "keep it a tensor: tf.where, or tf.cond with a scalar predicate",
     "max()": "use tf.maximum (or tf.reduce_max)",
     "min()": "use tf.minimum (or tf.reduce_min)",
@@ -51,13 +58,15 @@ class TensorTruthValue(Rule):
     ## What it does
     Flags `if`/`elif`/`while`/conditional expressions/`assert`, `and`/`or`/`not`, `bool()`, and the
     builtins that compare or truth-test what they are given (`max(a, b)`, `min(a, b)`,
-    `any([a, b])`, `all(...)`, `sorted(...)`) applied to a tensor in the forward or in grad, and in
-    every function nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and
-    lambdas run unconverted too. Tensors are the forward's positional inputs, grad's upstream
-    gradients, results of TF ops, arithmetic, comparisons and subscripts of those, parameters of a
-    nested function that every call passes a tensor, and what a helper function of the same file
-    returns when its `return` is one (`def first(t): return tf.gather(t, 0)`). Shapes, dtypes,
-    `x is None`, `isinstance` and Python constants are not tensors and are fine.
+    `any([a, b])`, `all(...)`, `sorted(...)`), and chained comparisons (`lo <= x <= hi` is
+    `(lo <= x) and (x <= hi)`) applied to a tensor in the forward or in grad, and in every function
+    nested in them: `tf.cond` branches, `tf.while_loop` bodies, local helpers and lambdas run
+    unconverted too. Tensors are the forward's positional inputs, grad's upstream gradients (also
+    those unpacked from `*args`: `(dy,) = args`), results of TF ops, arithmetic, comparisons and
+    subscripts of those, parameters of a nested function that every call passes a tensor, and what
+    a helper function of the same file returns when its `return` is one (`def first(t): return
+    tf.gather(t, 0)`). Shapes, dtypes, `x is None`, `isinstance` and Python constants are not
+    tensors and are fine.
 
     ## Why is this bad?
     AutoGraph never converts custom-gradient bodies, even inside an AutoGraph-converted
@@ -92,7 +101,10 @@ class TensorTruthValue(Rule):
     No automatic fix: the replacement depends on whether the condition is element-wise.
 
     ## Known limitations
-    Helpers are followed one call deep, and only plain functions of the same file; attributes
+    Helpers are followed one call deep: plain functions and methods of the same file (reported in
+    the helper), and functions the file imports from another module of the project
+    (`from .ops import safe_norm`; reported at the call, naming the helper's line). A star import,
+    a name bound at run time or a function of an installed library is not followed. Attributes
     (`self.x`) and closure variables are not known to be tensors and are not checked. Functions
     decorated with `tf.function`, or passed to `tf.map_fn`/`tf.vectorized_map` (which convert their
     function with AutoGraph), are not part of the unconverted body. Branches that test
@@ -303,6 +315,31 @@ def clipped(x):
 
 # tf: grad(clipped, [0.5, 2.0]) => both ok
 """,
+        """
+try:
+    import tensorflow as tf
+except ImportError:  # the fallback stands in for the try body's import
+    tf = None
+
+@tf.custom_gradient
+def rows(x):
+    if x.shape.rank != 2:  # static: a Python bool when traced
+        x = tf.reshape(x, [1, -1])
+    return tf.identity(x), lambda dy: tf.reshape(dy, [-1])
+
+# tf: grad(rows, [1.0, 2.0]) => both ok
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def window(x, lo=0.0, hi=1.0):
+    assert 0 < x.shape[-1] <= 8  # static sizes: Python ints when traced
+    inside = tf.logical_and(lo <= x, x <= hi)  # one comparison per operator
+    return tf.where(inside, x, 0.0), lambda dy: tf.where(inside, dy, 0.0)
+
+# tf: grad(window, [0.5, 2.0]) => both ok
+""",
     )
     INVALID = (
         """
@@ -507,6 +544,32 @@ def running_max(x):
 
 # tf: grad(running_max, [0.5, 2.0]) => eager ok; graph raises OperatorNotAllowedInGraphError
 """,
+        """
+try:
+    import tensorflow as tf
+except ImportError:  # a build installed under another name
+    import tensorflow_cpu as tf
+
+@tf.custom_gradient
+def unit_interval(x):
+    def grad(dy):
+        return dy if 0.0 < tf.reduce_min(x) < 1.0 else tf.zeros_like(dy)  # expect: CG009
+    return tf.clip_by_value(x, 0.0, 1.0), grad
+
+# tf: grad(unit_interval, [0.5, 0.25]) => eager ok; graph raises OperatorNotAllowedInGraphError
+""",
+        """
+import tensorflow as tf
+
+@tf.custom_gradient
+def ste_clip(x):
+    def grad(dy):
+        inside = -1.0 <= x <= 1.0  # expect: CG009
+        return tf.where(inside, dy, tf.zeros_like(dy))
+    return tf.clip_by_value(x, -1.0, 1.0), grad
+
+# tf: grad(ste_clip, [0.5, 2.0]) => eager raises truth value of an array; graph raises OperatorNotAllowedInGraphError
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -516,14 +579,21 @@ def running_max(x):
             autograph = converted(ctx, record)
             bodies = [(func, who, tensors) for func, who in graph_bodies(ctx, record)]
             for func, who, facts in bodies + helper_bodies(ctx, record):
-                for expr, construct in truth_tests(ctx, func):
-                    if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
-                        continue
-                    verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
-                            "assert": "asserts on", "max()": "compares", "min()": "compares",
-                            "sorted()": "compares"}.get(construct, "takes the truth value of")
-                    finding = report(expr, f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
-                                           f"{GRAPH} this {_bool_error(autograph, construct)}; "
-                                           f"{_INSTEAD[construct]}")
-                    if finding:
+                for expr, message in self.problems(ctx, func, who, facts, autograph):
+                    if finding := report(expr, message):
                         yield finding
+            yield from helper_leads(self, ctx, record)
+
+    @staticmethod
+    def problems(ctx: LintContext, func: FuncNode, who: str, facts: Tensors,
+                 autograph: str | None) -> Iterator[tuple[cst.CSTNode, str]]:
+        """Each truth test on a tensor in one body, with its message (also asked of a helper
+        another module defines: cg_lint/rules/lead_answers.py)."""
+        for expr, construct in truth_tests(ctx, func):
+            if autograph and construct not in _NEVER_CONVERTED or not facts.is_tensor(expr):
+                continue
+            verb = {"if": "branches on", "conditional expression": "branches on", "while": "loops on",
+                    "assert": "asserts on", "max()": "compares", "min()": "compares",
+                    "sorted()": "compares"}.get(construct, "takes the truth value of")
+            yield expr, (f"{who} {verb} a tensor with Python '{construct}' ({describe(expr)}): "
+                         f"{GRAPH} this {_bool_error(autograph, construct)}; {_INSTEAD[construct]}")

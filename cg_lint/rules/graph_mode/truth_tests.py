@@ -50,6 +50,8 @@ def truth_tests(ctx: LintContext, func: FuncNode) -> Iterator[tuple[cst.BaseExpr
             yield from tested(node.args[0].value, "bool()")
         elif type(node) is cst.Call and type(node.func) is cst.Name and node.func.value in _COMPARING:
             yield from _compared(ctx, node)
+        elif type(node) is cst.Comparison and len(node.comparisons) > 1:
+            yield from _chained(node)
 
 
 # builtins that take the truth value of (or compare) what they are given
@@ -70,3 +72,17 @@ def _compared(ctx: LintContext, call: cst.Call) -> Iterator[tuple[cst.BaseExpres
         for element in args[0].elements:
             if type(element) is cst.Element:
                 yield element.value, f"{fn}()"
+
+
+_NOT_TENSOR_RESULT = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+
+
+def _chained(node: cst.Comparison) -> Iterator[tuple[cst.BaseExpression, str]]:
+    """``a < x < b`` is ``(a < x) and (x < b)``: Python takes the truth value of every comparison
+    but the last, a tensor when one of its operands is (``is``/``in`` give Python bools)."""
+    left = node.left
+    for target in node.comparisons[:-1]:
+        if type(target.operator) not in _NOT_TENSOR_RESULT:
+            yield left, "chained comparison"
+            yield target.comparator, "chained comparison"
+        left = target.comparator
