@@ -186,3 +186,59 @@ def test_a_snapshot_settles_and_covers_what_the_search_reads(tmp_path: Path) -> 
         change()
         after = snapshot(str(ops))
         assert before is not None and after is not None and before[0] != after[0]
+
+
+HELPER = """
+    import tensorflow as tf
+
+
+    def safe_norm(t):
+        n = tf.norm(t)
+        if n > 0.0:
+            return t / n
+        return t
+"""
+LEAD_MODEL = """
+    import tensorflow as tf
+
+    from .ops import safe_norm
+
+
+    @tf.custom_gradient
+    def f(x):
+        def grad(dy):
+            return safe_norm(dy)
+        return tf.identity(x), grad
+
+
+    @tf.function
+    def step(x):
+        return f(x)
+"""
+
+
+def test_findings_with_a_lead_are_answered_afresh(tmp_path: Path) -> None:
+    """A lead asks about a helper in another module (cg_lint/answering.py): its file's decision is
+    never kept, so every run answers it from the project as it is."""
+    project = Project(tmp_path)
+    project.write("pkg/__init__.py", "")
+    helper = project.write("pkg/ops.py", HELPER)
+    project.write("pkg/model.py", LEAD_MODEL)
+
+    def both() -> tuple[list[str], list[str], str]:
+        run = subprocess.run([sys.executable, "-X", "importtime", "-m", "flake8", "--isolated", "--select", "CG",
+                              "pkg/model.py"], cwd=project.root, capture_output=True, text=True, env=project.env,
+                             timeout=300)
+        cli = subprocess.run([sys.executable, "-m", "cg_lint", "--no-cache", "--format", "json", "pkg/model.py"],
+                             cwd=project.root, capture_output=True, text=True, env=project.env, timeout=300)
+        shown = [line.split(": ", 1)[1].split()[0] + f":{line.split(':')[1]}" for line in run.stdout.splitlines()]
+        return shown, [f"{f['code']}:{f['line']}" for f in json.loads(cli.stdout)], run.stderr
+
+    time.sleep(SETTLE)
+    for _ in range(2):  # the second run too answers the lead (nothing kept for it)
+        shown, cli, imports = both()
+        assert shown == cli == ["CG009:10"]
+        assert "cg_lint.rules.lead_answers" in imports
+    helper.write_text(textwrap.dedent(HELPER).replace("if n > 0.0:", "if n.shape.rank == 0:"))
+    shown, cli, _ = both()
+    assert shown == cli == []
