@@ -8,7 +8,12 @@ cache folder are the bench's own):
 - a typical module: ``tensorflow/python/keras/mixed_precision/test_util.py`` (225 lines, two
   ``@tf.custom_gradient`` definitions among ordinary code);
 - a file without custom gradients: ``.../mixed_precision/policy.py`` (582 lines);
-- a 2,000-line module full of custom gradients (``bench/gen_cg.py``).
+- a 2,000-line module full of custom gradients (``bench/gen_cg.py``);
+- a file with graph-mode findings in a generated 150-module project (``bench/gen_project.py``):
+  whether ``tf.function`` reaches its custom gradient is the project's decision, which the plugin
+  keeps in the result cache with a digest of what it read (cg_lint/project/snapshot.py). Only the
+  baseline and the cached arm run on it. The project is written before the other files' rounds,
+  so its modules are older than the 3 s a decision waits for before it is kept.
 
 Each arm is the same command, ``python runner.py --cg|--no-cg --isolated --select CG FILE``, in a
 new process each time:
@@ -29,8 +34,11 @@ new process each time:
   and stopped after them. Their CPU time is the flake8 process's plus what the helper spent
   meanwhile (``/proc/PID/stat``): the work moved, it did not vanish.
 
-Every other arm runs with ``CG_LINT_NO_HELPER=1``. cg_lint's bytecode is compiled first (pip
-compiles on install; a checkout under ``PYTHONDONTWRITEBYTECODE=1`` would measure compilation).
+``--before CHECKOUT`` adds "cached, before" to every file: the cached arm run with another checkout
+of cg-lint first on ``PYTHONPATH`` (its bytecode compiled too), so an older version's numbers come
+from the same run, round by round. Every other arm runs with ``CG_LINT_NO_HELPER=1``. cg_lint's
+bytecode is compiled first (pip compiles on install; a checkout under
+``PYTHONDONTWRITEBYTECODE=1`` would measure compilation).
 
 The arms of one round run back to back, rounds repeat (``--repeat``), and the table gives the
 median and the best of the wall time and of the CPU time (user + system, from ``wait4``) of each;
@@ -58,13 +66,16 @@ sys.path.insert(0, str(ROOT))
 # flake8 with or without the CG plugin: `python RUNNER --cg|--no-cg <flake8 args>`
 from bench.bench_lint import F8_RUNNER as RUNNER  # noqa: E402
 from bench.gen_cg import generate  # noqa: E402
+from bench.gen_project import generate as generate_project  # noqa: E402
 
 FILES = {
     "typical": "python/keras/mixed_precision/test_util.py",
     "no custom gradients": "python/keras/mixed_precision/policy.py",
     "generated": "",  # bench/gen_cg.py
+    "graph-mode, 150-module project": "",  # bench/gen_project.py
 }
-ARMS = ("baseline", "cached", "edited", "edited in a custom gradient", "uncached", "flake8",
+PROJECT = "graph-mode, 150-module project"
+ARMS = ("baseline", "cached", "cached, before", "edited", "edited in a custom gradient", "uncached", "flake8",
         "edited, helper", "edited in a custom gradient, helper")
 
 
@@ -123,7 +134,8 @@ def helper_pid(env: dict[str, str], cwd: Path, wait: float = 120.0) -> int:
     raise SystemExit("bench: the helper did not start")
 
 
-def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
+def measure(repeat: int, before: Path | None = None,
+            only: list[str] | None = None) -> dict[str, dict[str, list[float]]]:
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("bench: tensorflow is not installed")
@@ -131,25 +143,38 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
     folder = Path(tempfile.mkdtemp(prefix="cg-bench-f8-"))
     # installed packages carry bytecode; a checkout may not (see the docstring)
     compileall.compile_dir(str(ROOT / "cg_lint"), quiet=1)
+    if before is not None:
+        compileall.compile_dir(str(before / "cg_lint"), quiet=1)
+    project_ops = generate_project(folder / "project")  # older than 3 s by its rounds (see above)
+    written = time.time()
     helper_env = {**os.environ, "PYTHONPATH": str(ROOT), "CG_LINT_CACHE_DIR": str(folder / "cache"),
                   "XDG_RUNTIME_DIR": str(folder / "run")}
     helper_env.pop("CG_LINT_NO_HELPER", None)
     (folder / "run").mkdir(mode=0o700)
     env = {**helper_env, "CG_LINT_NO_HELPER": "1"}
+    before_env = {**env, "PYTHONPATH": str(before)} if before is not None else env
     pid = None
     runner = folder / "runner.py"
     runner.write_text(RUNNER)
     results: dict[str, dict[str, list[float]]] = {}
     try:
         for label, rel in FILES.items():
-            path = folder / (Path(rel).name if rel else "ops.py")
-            original = (tf_dir / rel).read_text() if rel else generate(2000)
+            if only is not None and label not in only:
+                continue
+            if label == PROJECT:
+                path = project_ops
+                original = path.read_text()
+                time.sleep(max(0.0, written + 3.5 - time.time()))  # a decision is kept once settled
+            else:
+                path = folder / (Path(rel).name if rel else "ops.py")
+                original = (tf_dir / rel).read_text() if rel else generate(2000)
             has_cg = "custom_gradient" in original
             common = ["--isolated", "--select", "CG", str(path)]
             plugin = [PY, str(runner), "--cg", *common]
             arms = {
                 "baseline": [PY, str(runner), "--no-cg", *common],
                 "cached": plugin,
+                "cached, before": plugin,
                 "edited": plugin,
                 "edited in a custom gradient": plugin,
                 "uncached": [PY, str(runner), "--cg", "--cg-no-cache", *common],
@@ -160,13 +185,19 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
             if not has_cg:  # nothing to edit inside
                 for name in [n for n in arms if n.startswith("edited")]:
                     del arms[name]
+            if label == PROJECT:  # the decision on an unchanged file, against flake8 alone
+                arms = {n: c for n, c in arms.items() if n in ("baseline", "cached", "cached, before")}
+            if before is None:
+                del arms["cached, before"]
+            envs = {name: helper_env if name.endswith("helper") else before_env if name.endswith("before") else env
+                    for name in arms}
             path.write_text(original)
-            if has_cg and pid is None:  # a result-cache miss with the helper on starts it
+            if pid is None and any(n.endswith("helper") for n in arms):  # a miss with the helper on starts it
                 run([PY, str(runner), "--cg", "--cg-no-cache", *common], helper_env)
                 pid = helper_pid(helper_env, folder)
-            codes = {name: run(command, helper_env if name.endswith("helper") else env)[2]
-                     for name, command in arms.items()}
-            assert len(set(codes.values())) == 1, codes
+            codes = {name: run(command, envs[name])[2] for name, command in arms.items()}
+            # every arm with the plugin reports the same (flake8 alone reports nothing: --select CG)
+            assert len({c for n, c in codes.items() if n != "baseline"}) == 1, codes
             times: dict[str, list[float]] = {f"{n} {k}": [] for n in arms for k in ("wall", "cpu")}
             for i in range(repeat):
                 for number, (name, command) in enumerate(arms.items()):
@@ -176,11 +207,11 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
                     text = edit(original, i * len(ARMS) + number, inside) if name.startswith("edited") else original
                     path.write_text(text)
                     helped = name.endswith("helper")
-                    before = cpu_of(pid) if helped else 0.0
-                    wall, cpu, code = run(command, helper_env if helped else env)
-                    assert code == codes["baseline"] or name == "baseline", (name, code)
+                    spent = cpu_of(pid) if helped else 0.0
+                    wall, cpu, code = run(command, envs[name])
+                    assert code == codes[name], (name, code)
                     times[f"{name} wall"].append(wall)
-                    times[f"{name} cpu"].append(cpu + (cpu_of(pid) - before if helped else 0.0))
+                    times[f"{name} cpu"].append(cpu + (cpu_of(pid) - spent if helped else 0.0))
             times["lines"] = [float(original.count("\n"))]
             results[label] = times
         if pid is not None:
@@ -199,8 +230,12 @@ def measure(repeat: int) -> dict[str, dict[str, list[float]]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=21)
+    parser.add_argument("--before", type=Path, default=None,
+                        help="another checkout of cg-lint: adds its cached arm, measured in the same rounds")
+    parser.add_argument("--only", action="append", choices=list(FILES), default=None,
+                        help="run only these files (repeatable)")
     args = parser.parse_args()
-    results = measure(args.repeat)
+    results = measure(args.repeat, args.before.resolve() if args.before else None, args.only)
     print(f"fresh flake8 processes, {args.repeat} rounds; ratios against the baseline of this run")
     print(
         "| file | arm | wall median | CPU median | wall best | CPU best | ratio (CPU median) | "

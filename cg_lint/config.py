@@ -15,15 +15,13 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cg_lint.findings import FileError
-from cg_lint.sources import MAX_FILE_BYTES, read_regular
+# no findings, no sources: a fresh flake8 process's cache hit reads its settings through here
+from cg_lint.safe_read import MAX_FILE_BYTES
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from cg_lint.findings import FileError
 
 DEFAULT_SELECT = ("CG0",)
 DEFAULT_EXCLUDE = (
@@ -205,9 +203,16 @@ def _is_file(path: Path) -> bool:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from cg_lint.sources import read_regular
+
     data = read_regular(str(path), MAX_CONFIG_BYTES)
     if not isinstance(data, bytes):
         raise ConfigError(f"{path}: {data.message}")
+    # imported here: most files flake8 hands the plugin have no pyproject.toml above them to read
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:
@@ -312,6 +317,8 @@ def check_code_prefix(value: str, where: str) -> None:
 def iter_files(paths: list[str], settings: Settings, force_exclude: bool = False) -> Iterator[str | FileError]:
     """Python files under ``paths``. The paths named here are linted even where an exclude would
     match them (ruff's rule); ``force_exclude`` applies the excludes to them too (pre-commit)."""
+    from cg_lint.findings import FileError
+
     excluder = settings.excluder()
     for raw in paths:
         try:
@@ -334,6 +341,8 @@ def _walk(top: str, excluder: Excluder) -> Iterator[str | FileError]:
     checks each folder with ``lstat``), and a virtualenv is recognised from its own listing (its
     ``pyvenv.cfg``), not by a ``stat`` from its parent. A folder that cannot be listed is reported,
     where ``os.walk`` would skip it without a word."""
+    from cg_lint.findings import FileError
+
     stack = [(top, _listing(top))]
     while stack:
         folder, entries = stack.pop()

@@ -160,7 +160,7 @@ class Plugin:
             key = cache.key(self.filename, source.encode("utf-8", "surrogatepass")) if cache else None
             entry = cache.get_raw(key) if cache is not None and key is not None else None
             if entry is not None:
-                yield from self._in_context(entry["findings"], source, settings)
+                yield from self._in_context(entry["findings"], source, settings, cache, key)
                 return
         if len(source) > settings.max_file_size:  # characters >= bytes / 4: bounded either way
             size = len(source.encode("utf-8", "surrogatepass"))
@@ -202,7 +202,7 @@ class Plugin:
             entry = cache.get_raw(region)
             moved = None if entry is None else _from_region(entry, planned.line_map)
             if moved is not None:
-                yield from self._in_context(moved, source, settings)
+                yield from self._in_context(moved, source, settings, cache, key)
                 return
         # imported here so a flake8 run on files without custom gradients never pays for libcst
         from cg_lint.engine import Caches, lint_source
@@ -220,36 +220,60 @@ class Plugin:
                 kept = _to_region([f.to_json() for f in result.findings], planned.line_map)
                 if kept is not None:
                     cache.put_raw(region, kept)
-        yield from self._report(result, settings)
+        yield from self._report(result, settings, cache, key)
 
-    def _report(self, result: FileResult, settings: Settings) -> Iterator[tuple[int, int, str, type]]:
+    def _report(self, result: FileResult, settings: Settings, cache: ResultCache | None = None,
+                key: str | None = None) -> Iterator[tuple[int, int, str, type]]:
         error = result.error
         # a file the limits turn away is said once, like an internal error; one that does not parse
         # is flake8's own E999
         if error is not None and error.message.startswith(("internal error", "not analysed")):
             yield (1, 0, _one_line(f"CG999 cg-lint {error.message}"), type(self))
-        yield from self._in_context([f.to_json() for f in result.findings], "".join(self.lines), settings)
+        yield from self._in_context([f.to_json() for f in result.findings], "".join(self.lines), settings,
+                                    cache, key)
 
-    def _in_context(self, findings: list[dict[str, Any]], source: str,
-                    settings: Settings) -> Iterator[tuple[int, int, str, type]]:
+    def _in_context(self, findings: list[dict[str, Any]], source: str, settings: Settings,
+                    cache: ResultCache | None = None, key: str | None = None) -> Iterator[tuple[int, int, str, type]]:
         """Graph-mode findings only where the project around the file can trace the definition
         (the CLI's decision, cg_lint/project: read from the files on disk, this file's text included)."""
-        from cg_lint.project import project_facts_matter
+        from cg_lint.project.decided import project_facts_matter
 
         if any(project_facts_matter(f["code"]) or f.get("lead") for f in findings):
-            from cg_lint.answering import answer_leads
-            from cg_lint.findings import Finding
-            from cg_lint.project import TraceContexts, in_context
-
-            if Plugin.trace_contexts is None:
-                Plugin.trace_contexts = TraceContexts()
-            Plugin.trace_contexts.overlay(self.filename, source)
-            # leads (questions about the project's other modules) first: cg_lint/answering.py
-            answered = answer_leads([Finding.from_json(f) for f in findings], Plugin.trace_contexts)
-            kept = in_context(answered, settings.trace_context, Plugin.trace_contexts)
-            findings = [f.to_json() for f in kept]
+            findings = self._decided(findings, source, settings, cache, key)
         for f in findings:
             yield (f["line"], f["column"] - 1, f"{f['code']} {f['message']}", type(self))
+
+    def _decided(self, findings: list[dict[str, Any]], source: str, settings: Settings,
+                 cache: ResultCache | None, key: str | None) -> list[dict[str, Any]]:
+        """The project's decision on ``findings``, kept in the result cache under the file's key
+        and a digest of what the search reads (cg_lint/project/snapshot.py): a fresh process with
+        nothing changed checks a ``stat`` per module instead of searching them. Findings with a
+        ``lead`` (read from other modules) are decided afresh."""
+        context = None
+        settled = False
+        if cache is not None and key is not None and not any(f.get("lead") for f in findings):
+            from cg_lint.project.snapshot import snapshot
+
+            taken = snapshot(self.filename)
+            if taken is not None:
+                digest, settled = taken
+                context = cache.key(self.filename, f"{key}\0{digest}".encode(), kind="context")
+                entry = cache.get_raw(context)
+                if entry is not None:
+                    return entry["findings"]
+        from cg_lint.answering import answer_leads
+        from cg_lint.findings import Finding
+        from cg_lint.project import TraceContexts, in_context
+
+        if Plugin.trace_contexts is None:
+            Plugin.trace_contexts = TraceContexts()
+        Plugin.trace_contexts.overlay(self.filename, source)
+        # leads (questions about the project's other modules) first: cg_lint/answering.py
+        answered = answer_leads([Finding.from_json(f) for f in findings], Plugin.trace_contexts)
+        kept = [f.to_json() for f in in_context(answered, settings.trace_context, Plugin.trace_contexts)]
+        if cache is not None and context is not None and settled:
+            cache.put_raw(context, {"parsed": True, "findings": kept, "error": None})
+        return kept
 
 
 # messages that name a line of the file ("called under tf.function at line 12"): such a result is

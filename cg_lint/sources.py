@@ -64,12 +64,6 @@ def read_lines(paths: Iterable[str]) -> dict[str, list[str]]:
     return out
 
 
-# Candidates bigger than this are not checked (one line says so): linting costs about 4 s and
-# 280 MB per MB of candidate source (a 10 MB one took 43 s and 2.8 GB; the largest real file
-# holding a custom gradient in TensorFlow, Keras and TFP is 0.18 MB). Bigger files are only searched,
-# in bounded memory, for the markers: one that cannot hold a custom gradient is no error.
-# ``max-file-size`` in [tool.cg_lint] changes it.
-MAX_FILE_BYTES = 2 * 1024 * 1024
 _CHUNK = 1 << 20
 
 

@@ -203,16 +203,17 @@ def test_flake8_second_run_is_a_hit(tmp_path):
     assert imported_libcst(cold) and not imported_libcst(warm)
     assert output(cold) == output(warm) and cold.stdout.count("arity.py:") == 3
     # the CLI's entries are not flake8's (no # noqa applied there, 0-based columns here); flake8
-    # keeps one for the file and one for its reduced text
-    assert len(entries(cache)) == 2
-    run("arity.py", cwd=tmp_path, cache=cache)
+    # keeps one for the file, one for its reduced text and one for the project's decision on its
+    # CG003 findings (cg_lint/project/snapshot.py)
     assert len(entries(cache)) == 3
+    run("arity.py", cwd=tmp_path, cache=cache)
+    assert len(entries(cache)) == 4
     # --cg-no-cache: neither read nor written
     shutil.rmtree(cache)
     off = run("--cg-no-cache", *args, cwd=tmp_path, cache=cache, module="flake8", importtime=True)
     assert imported_libcst(off) and output(off) == output(cold) and not cache.exists()
     run("--cg-cache-dir", str(tmp_path / "mine"), *args, cwd=tmp_path, cache=cache, module="flake8")
-    assert len(entries(tmp_path / "mine")) == 2
+    assert len(entries(tmp_path / "mine")) == 3
 
 
 def test_flake8_edit_outside_custom_gradients_reuses_the_result(tmp_path):

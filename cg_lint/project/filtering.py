@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from cg_lint.codes import CODES
 from cg_lint.config import TRACE_CONTEXTS
 from cg_lint.findings import Finding
+from cg_lint.project.decided import graph_only, project_facts_matter
 from cg_lint.project.phrases import EAGER_HALF, UNTRACEABLE
 from cg_lint.project.trace import TraceContexts, Verdict
 
@@ -21,21 +21,8 @@ __all__ = ["TRACE_CONTEXTS", "TraceContexts", "Verdict", "graph_only", "in_conte
            "project_facts_matter"]
 
 
-def graph_only(code: str) -> bool:
-    """A code whose failure needs tracing (CG011's vector tf.cond predicate fails eagerly too;
-    CG008 needs it when its message has no eager half)."""
-    entry = CODES.get(code)
-    return bool(entry is not None and entry.graph_only and code != "CG011") or code == "CG008"
-
-
 def needs_tracing(finding: Finding) -> bool:
     return graph_only(finding.code) and (finding.code != "CG008" or EAGER_HALF not in finding.message)
-
-
-def project_facts_matter(code: str) -> bool:
-    """Findings the project around the file decides: graph mode (is it traced?) and CG003 (how
-    do the project's calls count?)."""
-    return graph_only(code) or code == "CG003"
 
 
 def in_context(findings: list[Finding], mode: str, contexts: TraceContexts | None = None) -> list[Finding]:

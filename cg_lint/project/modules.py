@@ -13,37 +13,18 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from cg_lint.project.layout import INSTALLED, LIBRARY_MARKERS, walk_modules
 from cg_lint.project.scan import ModuleScan, scan_module
 from cg_lint.sources import read_regular
 
-ROOT_MARKERS = (".git", "pyproject.toml", "setup.py", "setup.cfg")
-LIBRARY_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg")
-INSTALLED = ("site-packages", "dist-packages")
 # folders of a repository that are not part of the package its users import
 NOT_LIBRARY = frozenset({"tests", "test", "testing", "examples", "example", "scripts", "script", "docs", "doc",
                          "benchmarks", "benchmark", "bench", "notebooks", "tutorials", "tutorial",
                          "experiments", "demo", "demos", "tools"})
-_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "env", "__pycache__", "node_modules", "build",
-                        "dist", ".tox", ".nox", ".eggs", ".mypy_cache", ".ruff_cache", ".pytest_cache"})
 # spellings of tracing in a module's text (cg_lint/project/scan.py has the exact rules)
 _TRACE_MARKERS = ("tf.function", "tensorflow.function", "def_function", "@function", "def call(",
                   "def train_step(", ".map(")
-MAX_FILES = 20_000  # a bigger folder is not one project a search could follow
 MAX_BYTES = 2_000_000
-
-
-def project_root(path: str) -> str:
-    """The folder a file's project starts at (the file's own folder when nothing marks one)."""
-    here = Path(os.path.abspath(path)).parent
-    parts = here.parts
-    for marker in INSTALLED:
-        if marker in parts:
-            at = parts.index(marker)
-            return str(Path(*parts[:at + 2])) if len(parts) > at + 1 else str(here)
-    for folder in (here, *here.parents):
-        if any(os.path.lexists(folder / m) for m in ROOT_MARKERS):
-            return str(folder)
-    return str(here)
 
 
 class Project:
@@ -68,16 +49,11 @@ class Project:
         return self._files
 
     def _walk(self) -> Iterator[str]:
-        count = 0
-        for folder, dirs, names in os.walk(self.root):
-            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.endswith(".egg-info"))
-            for name in sorted(names):
-                if name.endswith(".py"):
-                    count += 1
-                    if count > MAX_FILES:
-                        self.truncated = True
-                        return
-                    yield os.path.join(folder, name)
+        for path in walk_modules(self.root):
+            if path is None:
+                self.truncated = True
+                return
+            yield path
 
     def text(self, path: str) -> str | None:
         key = os.path.abspath(path)

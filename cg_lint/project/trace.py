@@ -15,7 +15,8 @@ import os
 from collections import deque
 from dataclasses import dataclass
 
-from cg_lint.project.modules import Project, project_root
+from cg_lint.project.layout import project_root
+from cg_lint.project.modules import Project
 from cg_lint.project.scan import CallShape, ModuleScan
 
 MAX_DEPTH = 8
