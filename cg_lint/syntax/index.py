@@ -11,7 +11,7 @@ from typing import cast
 import libcst as cst
 
 from cg_lint.prefilter.prepared import Prepared
-from cg_lint.syntax.environments import IMPORTED, Env, build_env
+from cg_lint.syntax.environments import IMPORTED, Env, build_env, reaching_assign
 from cg_lint.syntax.names import absolute_name, is_custom_gradient_name, module_name_for
 from cg_lint.syntax.positions import LazyRanges
 from cg_lint.syntax.walk import NodeMemo
@@ -212,6 +212,14 @@ class FileIndex:
             env = build_env(function, params, self.env_for(outer), self.walk)
             self.envs[id(func)] = env
         return env
+
+    def reaching_assign(self, use: cst.Name) -> cst.Assign | None:
+        """The ``=`` statement whose binding reaches ``use`` when straight-line code of its own
+        def says so (see ``environments.reaching_assign``); None when unsure."""
+        owner = self.owner(use)
+        if type(owner) is not cst.FunctionDef:
+            return None
+        return reaching_assign(use, owner, self.walk, self.parent)
 
     def lookup_function(self, name: cst.Name) -> list[cst.CSTNode]:
         """What a bare name refers to from where it stands (defs, lambdas, assigned values)."""
