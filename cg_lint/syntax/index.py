@@ -195,7 +195,10 @@ class FileIndex:
         (``from lingvo import compat as tf``), read from the project or the import path."""
         module = name.rsplit(".", 1)[0]
         self.read_other_modules = True
-        return module_reexports_tensorflow(module, self._project_root())
+        key = ("tf_reexport", module)
+        if key not in self.memo:
+            self.memo[key] = module_reexports_tensorflow(module, self._project_root())
+        return bool(self.memo[key])
 
     def _project_root(self) -> Path | None:
         """The folder this file's top-level package sits in (its own folder for a plain module)."""

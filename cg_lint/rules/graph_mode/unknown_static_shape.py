@@ -274,13 +274,13 @@ def sort_again(x):
             shaped = _shaped_names(ctx.index, bodies)
             for func, who in bodies:
                 for node in body_nodes(func, ctx.index):
-                    if type(node) is not cst.Name:
+                    if type(node) is not cst.Name or node.value in shaped:
+                        continue
+                    use = _shape_use(ctx.index, node)  # first: cheaper than asking which binding reaches
+                    if use is None:
                         continue
                     origin = _origin(ctx.index, node, unknown, some, upstream, func)
-                    if origin is None or node.value in shaped:
-                        continue
-                    use = _shape_use(ctx.index, node)
-                    if use is None:
+                    if origin is None:
                         continue
                     text, error = use
                     finding = report(node, (
