@@ -99,7 +99,7 @@ def lint_source(source: str | bytes, path: str, settings: Settings | None = None
 def _lint_prepared(result: FileResult, prepared: Prepared, path: str, settings: Settings, apply_noqa: bool,
                    walk: NodeMemo) -> None:
     try:
-        result.findings = _run_rules(prepared, path, settings, walk)
+        result.findings, result.reads_other_files = _run_rules(prepared, path, settings, walk)
     except RecursionError:
         # the prefilter already turned away code nested deeper than the analysis can follow, so
         # this is a cycle the analysis did not guard (a name bound from itself, say): ours to fix
@@ -124,16 +124,17 @@ def build_context(prepared: Prepared, path: str, settings: Settings, walk: NodeM
     return LintContext(path=path, index=index, records=records)
 
 
-def _run_rules(prepared: Prepared, path: str, settings: Settings, walk: NodeMemo) -> list[Finding]:
+def _run_rules(prepared: Prepared, path: str, settings: Settings, walk: NodeMemo) -> tuple[list[Finding], bool]:
+    """The findings, and whether they depend on a file other than this one (see FileResult)."""
     rules = [rule(explicit=settings.is_explicit(rule.code)) for rule in ALL_RULES
              if settings.is_enabled(rule.code, path)]
     if not rules:
-        return []
+        return [], False
     ctx = build_context(prepared, path, settings, walk)
     if not ctx.records:
-        return []
+        return [], ctx.index.read_other_modules
     findings: dict[tuple, Finding] = {}
     for rule in rules:
         for f in rule.check(ctx):
             findings.setdefault((f.line, f.column, f.code, f.message), f)
-    return sorted(findings.values(), key=Finding.sort_key)
+    return sorted(findings.values(), key=Finding.sort_key), ctx.index.read_other_modules

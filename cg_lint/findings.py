@@ -97,3 +97,6 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False  # False when the prefilter skipped the file
+    # what it found depends on another file the linter read (a module handing out TensorFlow as
+    # `tf`): its own bytes do not key it, so it is never cached
+    reads_other_files: bool = False

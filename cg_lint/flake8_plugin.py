@@ -216,7 +216,8 @@ class Plugin:
                              planned=planned if isinstance(planned, Planned) else None)
         if cache is not None and key is not None:
             cache.put(key, result)
-            if region is not None and isinstance(planned, Planned) and result.error is None:
+            if region is not None and isinstance(planned, Planned) and result.error is None and (
+                    not result.reads_other_files):
                 kept = _to_region([f.to_json() for f in result.findings], planned.line_map)
                 if kept is not None:
                     cache.put_raw(region, kept)

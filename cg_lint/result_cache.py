@@ -193,6 +193,8 @@ class ResultCache:
             return
         if result.error is not None and result.error.message.startswith("internal error"):
             return
+        if result.reads_other_files:
+            return
         self.put_raw(key, _encode(result))
 
     def put_raw(self, key: str, entry: dict[str, Any]) -> None:

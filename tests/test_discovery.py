@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import pytest
 
-from cg_lint.api import find_custom_gradients
+from cg_lint.api import find_custom_gradients, lint_source
 from cg_lint.config import Settings
 
 
@@ -175,3 +176,94 @@ def test_pathological_nesting_is_refused_not_crashed():
     # libcst can crash the whole process on expressions nested thousands deep; runtime-check calls this
     deep = "import tensorflow as tf\n@tf.custom_gradient\ndef f(x):\n    return " + "1+" * 8000 + "1, lambda d: d\n"
     assert find_custom_gradients(deep, "deep.py") == []
+
+
+# -- TensorFlow handed out as `tf` by a module of a wrapping package (lingvo's `compat`) ----------
+
+_CG_FILE = "@tf.custom_gradient\ndef f(x):\n    return x, lambda d: d\n"
+
+
+def _package(root, compat: str):
+    """``mypkg/compat.py`` holding ``compat`` and an empty ``mypkg/core`` beside it, under ``root``."""
+    core = root / "mypkg" / "core"
+    core.mkdir(parents=True)
+    (root / "mypkg" / "__init__.py").write_text("")
+    (core / "__init__.py").write_text("")
+    (root / "mypkg" / "compat.py").write_text(compat)
+    return core / "layer.py"
+
+
+@pytest.mark.parametrize("compat", [
+    "from tensorflow.compat.v2 import *\nfrom absl import flags\n",
+    "import os\nfrom tensorflow.compat.v1 import *\n",
+    "from tensorflow import custom_gradient\n",
+])
+@pytest.mark.parametrize("header", [
+    "from mypkg import compat as tf\n",
+    "import mypkg.compat as tf\n",
+    "from .. import compat as tf\n",
+    "try:\n    from mypkg import compat as tf\nexcept ImportError:\n    import tensorflow.compat.v1 as tf\n",
+])
+def test_tf_from_a_project_module_that_reexports_tensorflow(tmp_path, compat, header):
+    layer = _package(tmp_path, compat)
+    assert [d.qualname for d in find_custom_gradients(header + _CG_FILE, str(layer))] == ["f"]
+
+
+@pytest.mark.parametrize("compat", [
+    # a backend of its own under the same name: another API
+    "import numpy as np\ndef custom_gradient(*grad_funcs):\n    return lambda f: f\n",
+    # TensorFlow's, then replaced
+    "from tensorflow.compat.v2 import *\ndef custom_gradient(fn, grad_fn, inputs):\n    return fn(*inputs)\n",
+    "from tensorflow.compat.v2 import *\nfrom mylib.backend import *\n",
+    "from tensorflow.compat.v2 import *\ncustom_gradient = None\n",
+    # TensorFlow imported, but not bound as the module's custom_gradient
+    "import tensorflow as tf\n",
+    "from tensorflow import custom_gradient as cg\n",
+    "def load():\n    from tensorflow import *\n",
+    "from mesh_tensorflow import *\n",
+    "this is not Python (\n",
+])
+def test_tf_from_a_project_module_that_is_not_tensorflow(tmp_path, compat):
+    layer = _package(tmp_path, compat)
+    assert find_custom_gradients("from mypkg import compat as tf\n" + _CG_FILE, str(layer)) == []
+
+
+@pytest.mark.parametrize("source", [
+    # the alias must be `tf`: a module re-exporting TF under another name is not assumed
+    "from mypkg import compat as tfc\n@tfc.custom_gradient\ndef f(x):\n    return x, lambda d: d\n",
+    # and the decorator must be read off it: `from mypkg.compat import custom_gradient` is not followed
+    "from mypkg.compat import custom_gradient\n@custom_gradient\ndef f(x):\n    return x, lambda d: d\n",
+    # a module that cannot be found stays unknown
+    "from otherpkg import compat as tf\n" + _CG_FILE,
+    # known libraries that are not TensorFlow are never read, whatever alias they get
+    "from tensorflow_probability.python.internal.backend.jax import v2 as tf\n" + _CG_FILE,
+    "from jax import numpy as tf\n" + _CG_FILE,
+    "import mesh_tensorflow as tf\ny = tf.custom_gradient(fn, grad_fn, [x])\n",
+])
+def test_tf_alias_conditions(tmp_path, source):
+    layer = _package(tmp_path, "from tensorflow.compat.v2 import *\n")
+    assert find_custom_gradients(source, str(layer)) == []
+
+
+def test_tf_from_a_module_on_the_import_path(tmp_path, monkeypatch):
+    # a wrapping package installed beside the project (here: a folder put on sys.path), read by path
+    site = tmp_path / "site"
+    (site / "wrapper").mkdir(parents=True)
+    (site / "wrapper" / "__init__.py").write_text("")
+    (site / "wrapper" / "compat.py").write_text("from tensorflow.compat.v2 import *\n")
+    monkeypatch.syspath_prepend(str(site))
+    project = tmp_path / "project"
+    project.mkdir()
+    source = "from wrapper import compat as tf\n" + _CG_FILE
+    assert [d.qualname for d in find_custom_gradients(source, str(project / "m.py"))] == ["f"]
+    assert "wrapper" not in sys.modules  # read, never imported
+
+
+def test_a_bug_under_the_wrapped_tf_is_reported(tmp_path):
+    layer = _package(tmp_path, "from tensorflow.compat.v2 import *\n")
+    source = ("from mypkg import compat as tf\n@tf.custom_gradient\ndef f(x):\n"
+              "    def grad(dy, extra):\n        return dy\n    return x * 2.0, grad\n")
+    findings, error = lint_source(source, str(layer))
+    assert error is None and [f.code for f in findings] == ["CG002"]
+    findings, _ = lint_source(source.replace("compat as tf", "compat as tfc").replace("@tf.", "@tfc."), str(layer))
+    assert findings == []

@@ -329,3 +329,22 @@ def test_real_pre_commit_hook_fills_and_reads_the_cache(tmp_path):
     # the second run read both entries and wrote none
     assert {p.name: p.stat().st_ino for p in entries(cache)} == inodes
     assert all(p.stat().st_mtime_ns > old for p in entries(cache))
+
+
+def test_a_result_that_read_another_module_is_never_kept(tmp_path):
+    # `from mypkg import compat as tf`: whether tf.custom_gradient is TensorFlow's is read from
+    # mypkg/compat.py, which the file's own bytes do not key; an edit there must show at once
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    compat = tmp_path / "mypkg" / "compat.py"
+    compat.write_text("from tensorflow.compat.v2 import *\n")
+    (tmp_path / "mypkg" / "layer.py").write_text(
+        "from mypkg import compat as tf\n\n\n@tf.custom_gradient\ndef f(x):\n"
+        "    def grad(dy, extra):\n        return dy\n    return x * 2.0, grad\n")
+    cache = tmp_path / "cache"
+    first = run("mypkg", "--format", "concise", cwd=tmp_path, cache=cache)
+    assert first.returncode == 1 and "CG002" in first.stdout
+    assert entries(cache) == []
+    compat.write_text("def custom_gradient(*grad_funcs):\n    return lambda f: f\n")
+    second = run("mypkg", "--format", "concise", cwd=tmp_path, cache=cache)
+    assert (second.returncode, second.stdout) == (0, "")

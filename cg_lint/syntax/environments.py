@@ -134,3 +134,106 @@ def literal_binding(expr: cst.BaseExpression | None, env: Env) -> cst.BaseExpres
         if len(values) == 1 and type(values[0]) in (cst.Tuple, cst.List):
             return values[0]
     return None
+
+
+# scopes and lazily run code: a use under one of these does not run where its statement stands
+_DEFERRED = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.ListComp, cst.SetComp, cst.DictComp,
+                       cst.GeneratorExp})
+_LOOPS = frozenset({cst.For, cst.While})
+
+
+def reaching_assign(use: cst.Name, func: cst.FunctionDef, memo: NodeMemo,
+                    parent: Callable[[cst.CSTNode], cst.CSTNode | None]) -> cst.Assign | None:
+    """The ``=`` statement whose binding of ``use``'s name reaches ``use`` in straight-line code.
+
+    Sound only where order alone decides: ``use`` stands in ``func``'s own body (not in a nested
+    def, lambda or comprehension), every binding of the name in ``func`` is a plain ``=`` statement
+    of the very block that holds the use's statement, no loop encloses that block, and no
+    ``global``/``nonlocal``/``del`` touches the name. Then the binding that reaches the use is the
+    last one before the use's statement (a use in an assignment's value sees the bindings before
+    that assignment). None when unsure, or when no assignment comes before the use.
+    """
+    name = use.value
+    node: cst.CSTNode = use
+    statement: cst.CSTNode | None = None
+    block: cst.CSTNode | None = None
+    while True:
+        above = parent(node)
+        if above is None or above is func or type(above) in _DEFERRED:
+            return None
+        if type(above) is cst.SimpleStatementLine or type(above) is cst.SimpleStatementSuite:
+            statement, block = node, above if type(above) is cst.SimpleStatementSuite else parent(above)
+            break
+        if type(above) is cst.IndentedBlock:
+            statement, block = node, above
+            break
+        node = above
+    if block is None or not _straight_line_block(block, func, parent):
+        return None
+    order = {id(s): i for i, s in enumerate(_block_statements(block))}
+    binders = [n for n in memo.own_nodes(func.body) if type(n) in _BINDERS and _binds(n, name)]
+    if any(type(b) is not cst.Assign or id(b) not in order for b in binders):
+        return None
+    if _name_escapes(func, name, memo):
+        return None
+    at = order[id(statement)]
+    if (type(statement) is cst.Assign and id(statement) in {id(b) for b in binders}
+            and not _inside(use, statement.value, parent)):
+        return None  # a use in a target sees the targets bound to its left: not modelled
+    before = [b for b in binders if order[id(b)] < at]
+    return cast("cst.Assign", before[-1]) if before else None
+
+
+def _block_statements(block: cst.CSTNode) -> list[cst.CSTNode]:
+    """The small statements of a block in order, compound statements as one each."""
+    if type(block) is cst.SimpleStatementSuite:
+        return list(block.body)
+    out: list[cst.CSTNode] = []
+    for stmt in cast("cst.IndentedBlock", block).body:
+        if type(stmt) is cst.SimpleStatementLine:
+            out.extend(stmt.body)
+        else:
+            out.append(stmt)
+    return out
+
+
+def _straight_line_block(block: cst.CSTNode, func: cst.FunctionDef,
+                         parent: Callable[[cst.CSTNode], cst.CSTNode | None]) -> bool:
+    """``block`` belongs to ``func`` itself and runs at most once per call (no loop around it)."""
+    node: cst.CSTNode | None = parent(block)
+    while node is not None and node is not func:
+        if type(node) in _LOOPS or type(node) in _DEFERRED:
+            return False
+        node = parent(node)
+    return node is func
+
+
+def _binds(node: cst.CSTNode, name: str) -> bool:
+    probe = Env()
+    _bind_node(probe, node)
+    return name in probe.bindings
+
+
+def _name_escapes(func: cst.FunctionDef, name: str, memo: NodeMemo) -> bool:
+    """A ``global``/``nonlocal`` (here or in a nested def), ``del`` or ``match`` capture of ``name``: order alone
+    no longer says what it holds."""
+    return any(name in _names_touched(node, memo) for node in memo.walk(func.body))
+
+
+def _names_touched(node: cst.CSTNode, memo: NodeMemo) -> set[str]:
+    if type(node) is cst.Global or type(node) is cst.Nonlocal:
+        return {item.name.value for item in node.names}
+    if type(node) is cst.Del:
+        return {n.value for n in memo.walk(node.target) if type(n) is cst.Name}
+    if (type(node) is cst.MatchAs or type(node) is cst.MatchStar) and node.name is not None:
+        return {node.name.value}
+    return set()
+
+
+def _inside(node: cst.CSTNode, outer: cst.CSTNode, parent: Callable[[cst.CSTNode], cst.CSTNode | None]) -> bool:
+    current: cst.CSTNode | None = node
+    while current is not None:
+        if current is outer:
+            return True
+        current = parent(current)
+    return False

@@ -6,14 +6,16 @@ builder, the analyses and the rules.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import cast
 
 import libcst as cst
 
 from cg_lint.prefilter.prepared import Prepared
-from cg_lint.syntax.environments import IMPORTED, Env, build_env
+from cg_lint.syntax.environments import IMPORTED, Env, build_env, reaching_assign
 from cg_lint.syntax.names import absolute_name, is_custom_gradient_name, module_name_for
 from cg_lint.syntax.positions import LazyRanges
+from cg_lint.syntax.reexports import module_reexports_tensorflow
 from cg_lint.syntax.walk import NodeMemo
 
 
@@ -37,6 +39,8 @@ class FileIndex:
         self.module = module
         self.walk = walk if walk is not None else NodeMemo()
         self.module_name = module_name_for(path)
+        self.path = path
+        self.read_other_modules = False  # set when a verdict came from another file (never cached)
         self.is_package = bool(path) and path.endswith("__init__.py")
         self.extra_names = decorators
         self.parents: dict[int, cst.CSTNode] = {}
@@ -180,7 +184,29 @@ class FileIndex:
         last = expr.attr.value if type(expr) is cst.Attribute else expr.value if type(expr) is cst.Name else None
         if last is None or (last not in self._cg_spellings and last != "custom_gradient"):
             return False
-        return any(is_custom_gradient_name(n, self.extra_names) for n in self.qualnames(expr))
+        names = self.qualnames(expr)
+        if any(is_custom_gradient_name(n, self.extra_names) for n in names):
+            return True
+        return (type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "tf"
+                and last == "custom_gradient" and any(self._tf_reexport(n) for n in names))
+
+    def _tf_reexport(self, name: str) -> bool:
+        """``tf.custom_gradient`` where ``tf`` is a module of a package that re-exports TensorFlow
+        (``from lingvo import compat as tf``), read from the project or the import path."""
+        module = name.rsplit(".", 1)[0]
+        self.read_other_modules = True
+        key = ("tf_reexport", module)
+        if key not in self.memo:
+            self.memo[key] = module_reexports_tensorflow(module, self._project_root())
+        return bool(self.memo[key])
+
+    def _project_root(self) -> Path | None:
+        """The folder this file's top-level package sits in (its own folder for a plain module)."""
+        if not self.path or not self.module_name:
+            return None
+        depth = len(self.module_name.split(".")) - (0 if self.is_package else 1)
+        parents = Path(self.path).resolve().parents
+        return parents[depth] if depth < len(parents) else None
 
     @property
     def _cg_spellings(self) -> set[str]:
@@ -212,6 +238,14 @@ class FileIndex:
             env = build_env(function, params, self.env_for(outer), self.walk)
             self.envs[id(func)] = env
         return env
+
+    def reaching_assign(self, use: cst.Name) -> cst.Assign | None:
+        """The ``=`` statement whose binding reaches ``use`` when straight-line code of its own
+        def says so (see ``environments.reaching_assign``); None when unsure."""
+        owner = self.owner(use)
+        if type(owner) is not cst.FunctionDef:
+            return None
+        return reaching_assign(use, owner, self.walk, self.parent)
 
     def lookup_function(self, name: cst.Name) -> list[cst.CSTNode]:
         """What a bare name refers to from where it stands (defs, lambdas, assigned values)."""

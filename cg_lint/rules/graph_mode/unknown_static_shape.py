@@ -37,7 +37,11 @@ class UnknownStaticShape(Rule):
     `.ndims`) used as a number, and iterating or unpacking `y.shape`. The same for grad's upstream
     gradient when the forward returns such a result as its output: its upstream has no static shape
     either. A name given a shape with `y.set_shape(...)` (or rebound, `y = tf.ensure_shape(y, ...)`)
-    is not flagged, nor is an upstream whose caller in the file sets the output's shape.
+    is not flagged, nor is an upstream whose caller in the file sets the output's shape. A name bound
+    more than once counts by the binding that reaches the use when straight-line code says which
+    (every binding a plain `=` in the block of the use, no loop around it: the last one before the
+    use's statement, so `y = tf.reshape(y, [-1, y.shape[-1]])` reads the `numpy_function` result
+    bound before it); after a branch or in a loop it counts only when every binding is such a result.
 
     ## Why is this bad?
     TensorFlow cannot know what a Python kernel returns, so when traced (in `tf.function`, Keras
@@ -137,6 +141,33 @@ def sort_values(x):
 
 # tf: grad(sort_values, [2.0, 1.0]) => both ok [1.0, 1.0]
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+EXACT = True  # a configuration flag
+
+@tf.custom_gradient
+def sort_rows(x):
+    y = tf.numpy_function(np.sort, [x], tf.float32)
+    y = tf.ensure_shape(y, x.shape)  # rebound to a shaped value before the use
+    y = tf.reshape(y, [-1, y.shape[-1]])
+    z = tf.numpy_function(np.sort, [x], tf.float32)
+    z.set_shape(x.shape)
+    z = tf.reshape(z, [-1, z.shape[-1]])  # a use after set_shape
+    w = tf.numpy_function(np.sort, [x], tf.float32)
+    if EXACT:  # a branch: each path gives w a shape, and order alone does not say which
+        w = tf.ensure_shape(w, x.shape)
+    else:
+        w = tf.reshape(w, tf.shape(x))
+        w = tf.ensure_shape(w, x.shape)
+    if EXACT:
+        v = tf.ensure_shape(w, x.shape)
+        w = w * tf.ones([v.shape[-1]])
+    return y + z + tf.ones([w.shape[-1]]), lambda dy: dy * 3.0
+
+# tf: grad(sort_rows, [[3.0, 1.0]]) => both ok [[3.0, 3.0]]
+""",
     )
     INVALID = (
         """
@@ -203,6 +234,31 @@ def sorted_output(x):
 # tf: grad(sort_values, [2.0, 1.0]) => eager ok [1.0, 1.0]; graph raises Expected int32, but got None
 # tf: grad(sorted_output, [2.0, 1.0]) => eager ok [1.0, 1.0]; graph raises [None]
 """,
+        """
+import numpy as np
+import tensorflow as tf
+
+def _sin_and_slope(a):
+    return np.sin(a), np.cos(a)
+
+@tf.custom_gradient
+def np_sin(x):
+    y, slope = tf.numpy_function(_sin_and_slope, [x], [tf.float32, tf.float32])
+    y = tf.reshape(y, [-1, y.shape[-1]])  # expect: CG017
+    def grad(dy):
+        return tf.reshape(dy, tf.shape(x)) * slope
+    return y, grad
+
+@tf.custom_gradient
+def sort_again(x):
+    y = tf.ensure_shape(x, x.shape)
+    width = tf.ones([y.shape[-1]])  # the shaped binding reaches this use: fine
+    y = tf.numpy_function(np.sort, [x], tf.float32)  # the py_function result reaches the next use
+    return y * tf.ones([y.shape[0]]) * width, lambda dy: dy  # expect: CG017
+
+# tf: grad(np_sin, [[0.0, 1.0]]) => eager ok [[1.0, 0.5403; graph raises [-1, None]
+# tf: grad(sort_again, [2.0, 1.0]) => eager ok [1.0, 1.0]; graph raises Expected int32, but got None
+""",
     )
 
     def check(self, ctx: LintContext) -> Iterator[Finding]:
@@ -211,20 +267,20 @@ def sorted_output(x):
             if not bodies:
                 continue
             report = Reporter(self, ctx, record)
-            unknown = _unknown_names(ctx.index, bodies)
+            unknown, some = _unknown_names(ctx.index, bodies)
             upstream = _unknown_upstream(ctx, record, unknown)
-            if not unknown and not upstream:
+            if not some and not upstream:
                 continue
             shaped = _shaped_names(ctx.index, bodies)
             for func, who in bodies:
                 for node in body_nodes(func, ctx.index):
-                    if type(node) is not cst.Name:
+                    if type(node) is not cst.Name or node.value in shaped:
                         continue
-                    origin = _origin(ctx.index, node, unknown, upstream, func)
-                    if origin is None or node.value in shaped:
-                        continue
-                    use = _shape_use(ctx.index, node)
+                    use = _shape_use(ctx.index, node)  # first: cheaper than asking which binding reaches
                     if use is None:
+                        continue
+                    origin = _origin(ctx.index, node, unknown, some, upstream, func)
+                    if origin is None:
                         continue
                     text, error = use
                     finding = report(node, (
@@ -278,10 +334,12 @@ def _shapeless(index: FileIndex, expr: cst.BaseExpression | None) -> str | None:
     return f"comes from {origins.pop()} in helper '{helper.name.value}'" if len(origins) == 1 else None
 
 
-def _unknown_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]) -> dict[tuple[int, str], str]:
+def _unknown_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]
+                   ) -> tuple[dict[tuple[int, str], str], set[tuple[int, str]]]:
     """(id of the binding function, name) -> where its value comes from, for names every binding
     of which has no static shape (``y = tf.numpy_function(...)``, ``a, b = tf.numpy_function(...)``,
-    ``y = helper(x)`` of a helper returning one)."""
+    ``y = helper(x)`` of a helper returning one); and the keys of names some binding of which has
+    none (which one reaches a use is asked where it is used)."""
     found: dict[tuple[int, str], str] = {}
     counts: dict[tuple[int, str], int] = {}
     for func, _ in bodies:
@@ -303,8 +361,9 @@ def _unknown_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]) -> dict
                         found[key] = origin
                         counts[key] = counts.get(key, 0) + 1
     env_of = {id(func): index.env_for(func) for func, _ in bodies}
-    return {key: why for key, why in found.items()
-            if len(env_of[key[0]].bindings.get(key[1], ())) == counts[key]}
+    every = {key: why for key, why in found.items()
+             if len(env_of[key[0]].bindings.get(key[1], ())) == counts[key]}
+    return every, set(found)
 
 
 def _shaped_names(index: FileIndex, bodies: list[tuple[FuncNode, str]]) -> set[str]:
@@ -378,7 +437,7 @@ def _callers_shape_output(ctx: LintContext, record: CustomGradient) -> bool:
     return False
 
 
-def _origin(index: FileIndex, name: cst.Name, unknown: dict[tuple[int, str], str],
+def _origin(index: FileIndex, name: cst.Name, unknown: dict[tuple[int, str], str], some: set[tuple[int, str]],
             upstream: dict[tuple[int, str], str], func: FuncNode) -> str | None:
     """Why this name has no static shape: it is bound (here or in an enclosing body) to a py_function
     result, or it is an upstream parameter of grad."""
@@ -389,8 +448,27 @@ def _origin(index: FileIndex, name: cst.Name, unknown: dict[tuple[int, str], str
     while owner is not None:
         env = index.env_for(owner)
         if name.value in env.bindings or name.value in env.params:
-            return unknown.get((id(owner), name.value))
+            found = unknown.get((id(owner), name.value))
+            if found is None and owner is func and (id(owner), name.value) in some:
+                found = _reaching_origin(index, name)  # straight-line code may say which binding reaches it
+            return found
         owner = index.enclosing(owner, (cst.FunctionDef, cst.Lambda))
+    return None
+
+
+def _reaching_origin(index: FileIndex, name: cst.Name) -> str | None:
+    """Where the value of the binding that reaches ``name`` comes from, when straight-line code
+    decides which one does (``y = tf.numpy_function(...)`` then ``y = tf.reshape(y, [-1, y.shape[-1]])``)
+    and it has no static shape."""
+    assign = index.reaching_assign(name)
+    if assign is None:
+        return None
+    for target in assign.targets:
+        bound = target.target
+        names = [bound] if type(bound) is cst.Name else [
+            e.value for e in bound.elements] if type(bound) in (cst.Tuple, cst.List) else []  # type: ignore[attr-defined]
+        if any(type(n) is cst.Name and n.value == name.value for n in names):
+            return _shapeless(index, assign.value)
     return None
 
 
