@@ -53,7 +53,8 @@ def _codes(value: str) -> tuple[str, ...]:
 def _check_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="cg-lint", description="Lint TensorFlow custom gradients (@tf.custom_gradient).",
                 epilog="Other commands: 'cg-lint rule CODE' explains a rule, 'cg-lint rule --all' lists them; "
-                       "'cg-lint server' is a language server for editors (docs/editors.md).")
+                       "'cg-lint server' is a language server for editors; 'cg-lint helper status|stop' shows or "
+                       "stops the flake8 plugin's warm helper (docs/editors.md).")
     p.add_argument("paths", nargs="*", metavar="PATH", help="files or folders (default: .); '-' reads stdin")
     p.add_argument("--select", type=_codes, help="rule codes or prefixes to enable (default: CG0)")
     p.add_argument("--extend-select", type=_codes, help="codes to enable on top of the selection")
