@@ -107,6 +107,42 @@ def test_targets_folder_prefilter_and_package_names(tmp_path: Path):
     assert units[0].sys_path == str(tmp_path)
 
 
+NAMESPACE_OPS = ("import tensorflow as tf\nfrom .. import helpers\n\n\n@tf.custom_gradient\ndef scaled(x):\n"
+                 "    def grad(dy):\n        return dy * helpers.SCALE\n    return x * helpers.SCALE, grad\n")
+
+
+def _namespace_project(root: Path) -> None:
+    """``lib/`` without ``__init__.py`` holding ``helpers.py`` and a package ``ops/`` that imports ``..``."""
+    (root / "lib" / "ops").mkdir(parents=True)
+    (root / "lib" / "helpers.py").write_text("SCALE = 2.0\n")
+    (root / "lib" / "ops" / "__init__.py").write_text("")
+    (root / "lib" / "ops" / "scaled.py").write_text(NAMESPACE_OPS)
+    (root / "flat").mkdir()
+    (root / "flat" / "consts.py").write_text("K = 3.0\n")
+    (root / "flat" / "tripled.py").write_text(NAMESPACE_OPS.replace("from .. import helpers", "from . import helpers")
+                                              .replace("helpers", "consts").replace(".SCALE", ".K"))
+
+
+def test_relative_imports_reaching_folders_without_init_name_them_as_namespace_packages(tmp_path: Path):
+    _namespace_project(tmp_path)
+    (tmp_path / "lib" / "plain.py").write_text("import tensorflow as tf\n@tf.custom_gradient\ndef f(x): ...\n")
+    units = {u.path.rsplit("/", 1)[-1]: u for u in expand([str(tmp_path)])}
+    assert (units["scaled.py"].module, units["scaled.py"].package) == ("lib.ops.scaled", True)
+    assert (units["tripled.py"].module, units["tripled.py"].package) == ("flat.tripled", True)
+    assert units["scaled.py"].sys_path == units["tripled.py"].sys_path == str(tmp_path)
+    # no relative import: still a file of its own, imported from its folder
+    assert (units["plain.py"].module, units["plain.py"].package) == ("plain", False)
+
+
+@pytest.mark.tf
+def test_a_module_importing_from_a_namespace_package_imports_and_runs(tmp_path: Path, cli):
+    _namespace_project(tmp_path)
+    completed = cli("lib/ops/scaled.py", "flat/tripled.py", cwd=tmp_path)
+    assert "CG122" not in completed.stdout, completed.stdout
+    assert "lib/ops/scaled.py:scaled  ok" in completed.stdout
+    assert "2 function(s) checked, 0 finding(s)" in completed.stdout
+
+
 def test_targets_missing():
     with pytest.raises(TargetError, match="no such file, folder or module"):
         expand(["does/not/exist.py"])
