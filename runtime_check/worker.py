@@ -53,9 +53,33 @@ def _isolate_stdio() -> TextIO:
     return commands
 
 
+_OURS = frozenset({"runtime_check", "cg_lint"})
+
+
+def _own_folder_first(folder: str) -> None:
+    """As when the file is run from its folder: that folder first on ``sys.path``, and a top-level
+    module an earlier unit imported from another folder (``tools`` of a sibling folder) dropped
+    from ``sys.modules`` where this folder holds its own, so the unit imports its own."""
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    installed = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    for name, module in list(sys.modules.items()):
+        if "." in name or name in _OURS:
+            continue
+        file = getattr(module, "__file__", None)
+        if not file or os.path.realpath(file).startswith(installed):
+            continue  # the standard library and installed packages stay: only user modules move
+        mine = (os.path.join(folder, name + ".py"), os.path.join(folder, name, "__init__.py"))
+        here = next((m for m in mine if os.path.isfile(m)), None)
+        if here is not None and os.path.realpath(file) != os.path.realpath(here):
+            for sub in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+                del sys.modules[sub]
+
+
 def import_unit(unit: dict[str, Any]) -> ModuleType:
-    if unit["sys_path"] and unit["sys_path"] not in sys.path:
-        sys.path.insert(0, unit["sys_path"])
+    if unit["sys_path"]:
+        _own_folder_first(unit["sys_path"])
     name, path = unit["module"], unit.get("path")
     if path is None or unit.get("package"):
         return importlib.import_module(name)

@@ -143,6 +143,24 @@ def test_a_module_importing_from_a_namespace_package_imports_and_runs(tmp_path: 
     assert "2 function(s) checked, 0 finding(s)" in completed.stdout
 
 
+SIBLING = ("import tensorflow as tf\nfrom tools import {name}\n\n\n@tf.custom_gradient\ndef {fn}(x):\n"
+           "    def grad(dy):\n        return {name}(dy)\n    return {name}(x), grad\n")
+
+
+@pytest.mark.tf
+def test_sibling_folders_each_import_their_own_top_level_module_in_one_worker(tmp_path: Path, cli):
+    """``first/tools.py`` and ``second/tools.py`` define different names; each folder's module
+    imports its own, as when run from its folder, though one worker imports both."""
+    for folder, name, fn in (("first", "doubled", "twice"), ("second", "tripled", "thrice")):
+        (tmp_path / folder).mkdir()
+        factor = 2.0 if folder == "first" else 3.0
+        (tmp_path / folder / "tools.py").write_text(f"def {name}(t):\n    return t * {factor}\n")
+        (tmp_path / folder / f"ops_{folder}.py").write_text(SIBLING.format(name=name, fn=fn))
+    completed = cli("-j", "1", "first/ops_first.py", "second/ops_second.py", cwd=tmp_path)
+    assert "CG122" not in completed.stdout, completed.stdout
+    assert "2 function(s) checked, 0 finding(s)" in completed.stdout
+
+
 def test_targets_missing():
     with pytest.raises(TargetError, match="no such file, folder or module"):
         expand(["does/not/exist.py"])
