@@ -63,13 +63,11 @@ def _own_folder_first(folder: str) -> None:
     if folder in sys.path:
         sys.path.remove(folder)
     sys.path.insert(0, folder)
-    installed = tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+    installed = _installed_prefixes()
     for name, module in list(sys.modules.items()):
-        if "." in name or name in _OURS:
-            continue
-        file = getattr(module, "__file__", None)
-        if not file or os.path.realpath(file).startswith(installed):
+        if "." in name or name in _OURS or not _user_module(module, installed):
             continue  # the standard library and installed packages stay: only user modules move
+        file = str(module.__file__)
         mine = (os.path.join(folder, name + ".py"), os.path.join(folder, name, "__init__.py"))
         here = next((m for m in mine if os.path.isfile(m)), None)
         if here is not None and os.path.realpath(file) != os.path.realpath(here):
@@ -77,7 +75,31 @@ def _own_folder_first(folder: str) -> None:
                 del sys.modules[sub]
 
 
+def _installed_prefixes() -> tuple[str, ...]:
+    return tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+
+
+def _user_module(module: object, installed: tuple[str, ...]) -> bool:
+    file = getattr(module, "__file__", None)
+    return bool(file) and not os.path.realpath(str(file)).startswith(installed)
+
+
 def import_unit(unit: dict[str, Any]) -> ModuleType:
+    """Import one unit. When the import fails, the user modules it left behind (packages whose
+    ``__init__`` ran before a later import failed) are dropped, so the next unit of the same
+    package fails as it would alone instead of finding a half-imported package."""
+    before = set(sys.modules)
+    try:
+        return _import_unit(unit)
+    except BaseException:
+        installed = _installed_prefixes()
+        for added in [n for n in sys.modules if n not in before]:
+            if _user_module(sys.modules[added], installed) and added.split(".")[0] not in _OURS:
+                del sys.modules[added]
+        raise
+
+
+def _import_unit(unit: dict[str, Any]) -> ModuleType:
     if unit["sys_path"]:
         _own_folder_first(unit["sys_path"])
     name, path = unit["module"], unit.get("path")

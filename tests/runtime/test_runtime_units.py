@@ -161,6 +161,27 @@ def test_sibling_folders_each_import_their_own_top_level_module_in_one_worker(tm
     assert "2 function(s) checked, 0 finding(s)" in completed.stdout
 
 
+@pytest.mark.tf
+def test_a_package_that_fails_to_import_fails_for_every_file_of_it_in_one_worker(tmp_path: Path, cli):
+    """``pkg/__init__.py`` imports a module that needs a package not installed, after a sibling
+    that imports: the first file's import fails and leaves ``pkg.conf``, ``pkg.core`` behind.
+    The second file must fail the same way, as it does alone, not import a half-made package."""
+    (tmp_path / "pkg" / "core" / "ops").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import conf\nfrom .core.hpo import tune\n")
+    (tmp_path / "pkg" / "conf.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "core" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core" / "ops" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core" / "hpo.py").write_text("import not_installed_anywhere_here\n")
+    for name in ("a", "b"):
+        (tmp_path / "pkg" / "core" / "ops" / f"{name}.py").write_text(
+            f"import tensorflow as tf\n\n\n@tf.custom_gradient\ndef f_{name}(x):\n"
+            "    def grad(dy):\n        return dy\n    return x, grad\n")
+    completed = cli("-j", "1", "pkg/core/ops/a.py", "pkg/core/ops/b.py", cwd=tmp_path)
+    lines = [ln for ln in completed.stdout.splitlines() if "CG122" in ln]
+    assert len(lines) == 2 and all("No module named 'not_installed_anywhere_here'" in ln for ln in lines), \
+        completed.stdout
+
+
 def test_targets_missing():
     with pytest.raises(TargetError, match="no such file, folder or module"):
         expand(["does/not/exist.py"])
