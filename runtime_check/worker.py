@@ -60,10 +60,14 @@ def _own_folder_first(folder: str) -> None:
     """As when the file is run from its folder: that folder first on ``sys.path``, and a top-level
     module an earlier unit imported from another folder (``tools`` of a sibling folder) dropped
     from ``sys.modules`` where this folder holds its own, so the unit imports its own."""
+    installed = _installed_prefixes()
+    if os.path.realpath(folder).startswith(installed) or os.path.realpath(folder) + os.sep in installed:
+        if folder not in sys.path:  # an installed package's folder keeps its place
+            sys.path.insert(0, folder)
+        return
     if folder in sys.path:
         sys.path.remove(folder)
     sys.path.insert(0, folder)
-    installed = _installed_prefixes()
     for name, module in list(sys.modules.items()):
         if "." in name or name in _OURS or not _user_module(module, installed):
             continue  # the standard library and installed packages stay: only user modules move
