@@ -65,6 +65,10 @@ def _holds(entry: EntryResult, qualname: str) -> bool:
         or top.startswith(called_as + ".")
 
 
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
 def _missing_package(messages: list[str]) -> str | None:
     for message in messages:
         match = _MISSING.search(message)
@@ -82,7 +86,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("-v", "--verbose", action="store_true", help="every definition with its status")
     args = parser.parse_args()
     if not args.corpus.is_dir():
-        parser.error(f"{args.corpus} does not exist: rebuild it with bench/corpus/build.py")
+        # one line, not argparse's usage: the arguments were fine, the folder is missing
+        print(f"runtime_corpus.py: error: {args.corpus} is not a folder: rebuild the corpus with "
+              "bench/corpus/build.py or pass --corpus", file=sys.stderr)
+        sys.exit(2)
     args.corpus = args.corpus.resolve()  # runtime-check reports real paths: the corpus may be a link
     return args
 
@@ -115,16 +122,20 @@ def main() -> int:  # noqa: C901 (one report)
         print(f"{project}: {len(part.entries)} entries, {time.perf_counter() - started:.0f} s", file=sys.stderr)
     elapsed = time.perf_counter() - started
     entries = list(result.entries.values())
-    called_ok = {c for e in entries if e.used for c in e.called}
+    # runtime-check reports where Python found the code; a project linked into the corpus is elsewhere
+    called_ok = {_real(c.rsplit(":", 1)[0]) + ":" + c.rsplit(":", 1)[1] for e in entries if e.used for c in e.called}
     skipped: list[tuple[str, str]] = []
     unimportable: list[tuple[str, int, str]] = []
     rows: list[tuple[str, int, int, int]] = []
     reasons: Counter[str] = Counter()
     statuses: list[str] = []
     findings: list[dict[str, object]] = []
+    shown_by_real: dict[str, str] = {}
     for path, qualnames in files:
         shown = str(path.relative_to(args.corpus))
-        module_errors = [str(f["message"]) for f in result.findings if os.path.abspath(str(f["path"])) == str(path)]
+        real = _real(str(path))
+        shown_by_real[real] = shown
+        module_errors = [str(f["message"]) for f in result.findings if _real(str(f["path"])) == real]
         missing = _missing_package(module_errors)
         if missing is not None:
             skipped.append((shown, missing))
@@ -132,10 +143,10 @@ def main() -> int:  # noqa: C901 (one report)
         if module_errors:  # TF1 APIs, a compiled op or a data file the corpus does not keep
             unimportable.append((shown, len(qualnames), module_errors[0].split(": ", 1)[-1][:160]))
             continue
-        mine = [e for e in entries if os.path.abspath(e.path) == str(path)]
+        mine = [e for e in entries if _real(e.path) == real]
         done = 0
         for qualname in qualnames:
-            if f"{path}:{qualname}" in called_ok:
+            if f"{real}:{qualname}" in called_ok:
                 done += 1
                 statuses.append(f"{shown}:{qualname}: exercised")
                 continue
@@ -151,7 +162,7 @@ def main() -> int:  # noqa: C901 (one report)
             reasons[re.sub(r"'[^']*'", "'…'", why)[:140]] += 1
             statuses.append(f"{shown}:{qualname}: not exercised: {why}")
         own = [f for e in mine for f in e.findings if f["code"] != "CG130"]
-        own += [f for f in result.findings if os.path.abspath(str(f["path"])) == str(path)]
+        own += [f for f in result.findings if _real(str(f["path"])) == real]
         findings.extend(own)
         rows.append((shown, len(qualnames), done, len(own)))
     total = sum(r[1] for r in rows)
@@ -179,7 +190,7 @@ def main() -> int:  # noqa: C901 (one report)
             print(f"- {shown}: {missing}")
     print(f"\n{len(findings)} finding(s):")
     for f in findings:
-        where = os.path.relpath(str(f["path"]), args.corpus)
+        where = shown_by_real.get(_real(str(f["path"]))) or os.path.relpath(str(f["path"]), args.corpus)
         print(f"- {where}:{f['line']} {f['code']} {f['message']}")
     if args.verbose:
         print()

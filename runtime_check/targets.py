@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import re
@@ -36,11 +37,31 @@ class Unit:
         return asdict(self)
 
 
+def _relative_depth(path: Path) -> int:
+    """How many packages up the module's relative imports reach (``from .. import x``: 2)."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return 0
+    return max((n.level for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)), default=0)
+
+
 def _package_root(path: Path) -> tuple[str, Path, bool]:
-    """Dotted name and the sys.path entry that imports ``path`` as its package would."""
+    """Dotted name and the sys.path entry that imports ``path`` as its package would.
+
+    Folders with ``__init__.py`` are packages; a folder without one above them is a namespace
+    package when the module's relative imports reach it (``dnnlib/ops/x.py`` importing
+    ``from .. import custom_ops`` from a ``dnnlib`` without ``__init__.py``), as Python imports it
+    from the folder above."""
     parts = [path.stem]
     directory = path.parent
     while (directory / "__init__.py").is_file():
+        parts.insert(0, directory.name)
+        directory = directory.parent
+    packages = len(parts) - 1 if path.name != "__init__.py" else len(parts)
+    for _ in range(_relative_depth(path) - packages):
+        if not directory.name.isidentifier() or directory.parent == directory:
+            break
         parts.insert(0, directory.name)
         directory = directory.parent
     if path.name == "__init__.py":

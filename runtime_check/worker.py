@@ -53,9 +53,59 @@ def _isolate_stdio() -> TextIO:
     return commands
 
 
+_OURS = frozenset({"runtime_check", "cg_lint"})
+
+
+def _own_folder_first(folder: str) -> None:
+    """As when the file is run from its folder: that folder first on ``sys.path``, and a top-level
+    module an earlier unit imported from another folder (``tools`` of a sibling folder) dropped
+    from ``sys.modules`` where this folder holds its own, so the unit imports its own."""
+    installed = _installed_prefixes()
+    if os.path.realpath(folder).startswith(installed) or os.path.realpath(folder) + os.sep in installed:
+        if folder not in sys.path:  # an installed package's folder keeps its place
+            sys.path.insert(0, folder)
+        return
+    if folder in sys.path:
+        sys.path.remove(folder)
+    sys.path.insert(0, folder)
+    for name, module in list(sys.modules.items()):
+        if "." in name or name in _OURS or not _user_module(module, installed):
+            continue  # the standard library and installed packages stay: only user modules move
+        file = str(module.__file__)
+        mine = (os.path.join(folder, name + ".py"), os.path.join(folder, name, "__init__.py"))
+        here = next((m for m in mine if os.path.isfile(m)), None)
+        if here is not None and os.path.realpath(file) != os.path.realpath(here):
+            for sub in [n for n in sys.modules if n == name or n.startswith(name + ".")]:
+                del sys.modules[sub]
+
+
+def _installed_prefixes() -> tuple[str, ...]:
+    return tuple(os.path.realpath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix})
+
+
+def _user_module(module: object, installed: tuple[str, ...]) -> bool:
+    file = getattr(module, "__file__", None)
+    return bool(file) and not os.path.realpath(str(file)).startswith(installed)
+
+
 def import_unit(unit: dict[str, Any]) -> ModuleType:
-    if unit["sys_path"] and unit["sys_path"] not in sys.path:
-        sys.path.insert(0, unit["sys_path"])
+    """Import one unit. When the import fails, the user modules it left behind (packages whose
+    ``__init__`` ran before a later import failed) are dropped, so the next unit of the same
+    package fails as it would alone instead of finding a half-imported package."""
+    before = set(sys.modules)
+    try:
+        return _import_unit(unit)
+    except BaseException:
+        installed = _installed_prefixes()
+        for added in [n for n in sys.modules if n not in before]:
+            if _user_module(sys.modules[added], installed) and added.split(".")[0] not in _OURS:
+                del sys.modules[added]
+        raise
+
+
+def _import_unit(unit: dict[str, Any]) -> ModuleType:
+    if unit["sys_path"]:
+        _own_folder_first(unit["sys_path"])
     name, path = unit["module"], unit.get("path")
     if path is None or unit.get("package"):
         return importlib.import_module(name)

@@ -107,6 +107,81 @@ def test_targets_folder_prefilter_and_package_names(tmp_path: Path):
     assert units[0].sys_path == str(tmp_path)
 
 
+NAMESPACE_OPS = ("import tensorflow as tf\nfrom .. import helpers\n\n\n@tf.custom_gradient\ndef scaled(x):\n"
+                 "    def grad(dy):\n        return dy * helpers.SCALE\n    return x * helpers.SCALE, grad\n")
+
+
+def _namespace_project(root: Path) -> None:
+    """``lib/`` without ``__init__.py`` holding ``helpers.py`` and a package ``ops/`` that imports ``..``."""
+    (root / "lib" / "ops").mkdir(parents=True)
+    (root / "lib" / "helpers.py").write_text("SCALE = 2.0\n")
+    (root / "lib" / "ops" / "__init__.py").write_text("")
+    (root / "lib" / "ops" / "scaled.py").write_text(NAMESPACE_OPS)
+    (root / "flat").mkdir()
+    (root / "flat" / "consts.py").write_text("K = 3.0\n")
+    (root / "flat" / "tripled.py").write_text(NAMESPACE_OPS.replace("from .. import helpers", "from . import helpers")
+                                              .replace("helpers", "consts").replace(".SCALE", ".K"))
+
+
+def test_relative_imports_reaching_folders_without_init_name_them_as_namespace_packages(tmp_path: Path):
+    _namespace_project(tmp_path)
+    (tmp_path / "lib" / "plain.py").write_text("import tensorflow as tf\n@tf.custom_gradient\ndef f(x): ...\n")
+    units = {u.path.rsplit("/", 1)[-1]: u for u in expand([str(tmp_path)])}
+    assert (units["scaled.py"].module, units["scaled.py"].package) == ("lib.ops.scaled", True)
+    assert (units["tripled.py"].module, units["tripled.py"].package) == ("flat.tripled", True)
+    assert units["scaled.py"].sys_path == units["tripled.py"].sys_path == str(tmp_path)
+    # no relative import: still a file of its own, imported from its folder
+    assert (units["plain.py"].module, units["plain.py"].package) == ("plain", False)
+
+
+@pytest.mark.tf
+def test_a_module_importing_from_a_namespace_package_imports_and_runs(tmp_path: Path, cli):
+    _namespace_project(tmp_path)
+    completed = cli("lib/ops/scaled.py", "flat/tripled.py", cwd=tmp_path)
+    assert "CG122" not in completed.stdout, completed.stdout
+    assert "lib/ops/scaled.py:scaled  ok" in completed.stdout
+    assert "2 function(s) checked, 0 finding(s)" in completed.stdout
+
+
+SIBLING = ("import tensorflow as tf\nfrom tools import {name}\n\n\n@tf.custom_gradient\ndef {fn}(x):\n"
+           "    def grad(dy):\n        return {name}(dy)\n    return {name}(x), grad\n")
+
+
+@pytest.mark.tf
+def test_sibling_folders_each_import_their_own_top_level_module_in_one_worker(tmp_path: Path, cli):
+    """``first/tools.py`` and ``second/tools.py`` define different names; each folder's module
+    imports its own, as when run from its folder, though one worker imports both."""
+    for folder, name, fn in (("first", "doubled", "twice"), ("second", "tripled", "thrice")):
+        (tmp_path / folder).mkdir()
+        factor = 2.0 if folder == "first" else 3.0
+        (tmp_path / folder / "tools.py").write_text(f"def {name}(t):\n    return t * {factor}\n")
+        (tmp_path / folder / f"ops_{folder}.py").write_text(SIBLING.format(name=name, fn=fn))
+    completed = cli("-j", "1", "first/ops_first.py", "second/ops_second.py", cwd=tmp_path)
+    assert "CG122" not in completed.stdout, completed.stdout
+    assert "2 function(s) checked, 0 finding(s)" in completed.stdout
+
+
+@pytest.mark.tf
+def test_a_package_that_fails_to_import_fails_for_every_file_of_it_in_one_worker(tmp_path: Path, cli):
+    """``pkg/__init__.py`` imports a module that needs a package not installed, after a sibling
+    that imports: the first file's import fails and leaves ``pkg.conf``, ``pkg.core`` behind.
+    The second file must fail the same way, as it does alone, not import a half-made package."""
+    (tmp_path / "pkg" / "core" / "ops").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import conf\nfrom .core.hpo import tune\n")
+    (tmp_path / "pkg" / "conf.py").write_text("X = 1\n")
+    (tmp_path / "pkg" / "core" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core" / "ops" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core" / "hpo.py").write_text("import not_installed_anywhere_here\n")
+    for name in ("a", "b"):
+        (tmp_path / "pkg" / "core" / "ops" / f"{name}.py").write_text(
+            f"import tensorflow as tf\n\n\n@tf.custom_gradient\ndef f_{name}(x):\n"
+            "    def grad(dy):\n        return dy\n    return x, grad\n")
+    completed = cli("-j", "1", "pkg/core/ops/a.py", "pkg/core/ops/b.py", cwd=tmp_path)
+    lines = [ln for ln in completed.stdout.splitlines() if "CG122" in ln]
+    assert len(lines) == 2 and all("No module named 'not_installed_anywhere_here'" in ln for ln in lines), \
+        completed.stdout
+
+
 def test_targets_missing():
     with pytest.raises(TargetError, match="no such file, folder or module"):
         expand(["does/not/exist.py"])
