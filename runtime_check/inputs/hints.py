@@ -10,7 +10,7 @@ Annotations (``n: int``) count too. Nothing is imported or run here.
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -377,10 +377,16 @@ def _annotations(function: ast.FunctionDef | ast.AsyncFunctionDef, facts: Facts)
             facts.why[arg.arg] = f"annotated {annotation}"
 
 
+# a last reading of a body once its facts are in: (the function, its facts)
+Finish = Callable[[ast.AST, Facts], None]
+
+
 def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: list[str],
-              module: ast.Module | None = None, depth: int = 2) -> Facts:
+              module: ast.Module | None = None, depth: int = 2, finish: Finish | None = None) -> Facts:
     """Facts about ``names`` from ``function``'s body, and from the bodies of same-module helpers it
-    passes them to (``return _fwd(matrix, rhs)``: what ``_fwd`` does with them), ``depth`` calls deep."""
+    passes them to (``return _fwd(matrix, rhs)``: what ``_fwd`` does with them), ``depth`` calls deep.
+    ``finish`` reads the body once more with all of them known (inputs/channels.py: per-channel
+    parameters), for the function and each helper alike; it sits above this module, so it is passed in."""
     facts = Facts(list(names))
     if function is None:
         return facts
@@ -393,7 +399,7 @@ def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: li
             _call(node, facts)
             _made_like(node, facts, lists)
             if module is not None and depth > 0:
-                _through_helper(node, facts, module, depth)
+                _through_helper(node, facts, module, depth, finish)
         elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             _matmul(node.left, node.right, None, facts, "the @ operator")
         elif isinstance(node, ast.Subscript):
@@ -404,9 +410,8 @@ def facts_for(function: ast.FunctionDef | ast.AsyncFunctionDef | None, names: li
         facts.min_rank[name] = max(facts.min_rank.get(name, 0), rank)
     for name, rank in facts.asserted.items():
         facts.rank[name] = facts.min_rank[name] = rank
-    from .channels import per_channel  # it reads Facts: imported here, not at the top
-
-    per_channel(function, facts)
+    if finish is not None:
+        finish(function, facts)
     return facts
 
 
@@ -428,7 +433,8 @@ def _scaled(node: ast.AST, facts: Facts) -> str | None:
     return _name(ours[0])
 
 
-def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int) -> None:  # noqa: C901 (a table of cases)
+def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int,  # noqa: C901 (a table of cases)
+                    finish: Finish | None) -> None:
     if not isinstance(call.func, ast.Name):
         return
     helper = _module_functions(module).get(call.func.id)
@@ -445,7 +451,7 @@ def _through_helper(call: ast.Call, facts: Facts, module: ast.Module, depth: int
             mapping[keyword.arg] = keyword.value.id  # type: ignore[attr-defined]
     if not mapping:
         return
-    inner = facts_for(helper, list(mapping), module, depth - 1)
+    inner = facts_for(helper, list(mapping), module, depth - 1, finish)
     for theirs, ours in mapping.items():
         if theirs in inner.kind:
             facts.set_kind(ours, inner.kind[theirs], inner.why.get(theirs, f"in {helper.name}()"))

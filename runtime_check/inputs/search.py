@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 
 from .assign import Candidate, describe, from_call_site, initial, key, materialize, with_dtype
 from .broadcast import applied_shapes, broadcast_parameters, widened
+from .channels import per_channel
 from .hints import ArgSpec, Facts, call_sites, facts_for, find_function
 from .repair import _with_shape, repairs
 
@@ -278,7 +279,7 @@ def facts_and_sites(path: str | None, qualname: str, names: list[str], callee: s
                     ) -> tuple[Facts, list[list[ArgSpec | None]]]:
     tree = _parse(path) if path else None
     function = find_function(tree, qualname) if tree is not None else None
-    facts = facts_for(function, names, tree)
+    facts = facts_for(function, names, tree, finish=per_channel)
     sites: list[list[ArgSpec | None]] = []
     if tree is not None and callee:
         sites = call_sites(tree, callee, len(names))

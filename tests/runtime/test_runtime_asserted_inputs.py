@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from runtime_check.inputs.assign import materialize, structured
+from runtime_check.inputs.channels import per_channel
 from runtime_check.inputs.hints import facts_for, find_function
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -57,7 +58,7 @@ SOURCE = textwrap.dedent('''
 
 def _facts(name: str, params: list[str]):
     tree = ast.parse(SOURCE)
-    return facts_for(find_function(tree, name), params, tree)
+    return facts_for(find_function(tree, name), params, tree, finish=per_channel)
 
 
 def test_an_asserted_rank_is_read_through_a_helper_and_overrules_a_conv():

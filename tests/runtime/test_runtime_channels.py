@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from runtime_check.inputs.assign import structured
+from runtime_check.inputs.channels import per_channel
 from runtime_check.inputs.hints import facts_for, find_function
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -61,7 +62,7 @@ SOURCE = textwrap.dedent('''
 
 def _facts(name: str, params: list[str]):
     tree = ast.parse(SOURCE)
-    return facts_for(find_function(tree, name), params, tree)
+    return facts_for(find_function(tree, name), params, tree, finish=per_channel)
 
 
 @pytest.mark.parametrize("name, params, data_rank, channels", [

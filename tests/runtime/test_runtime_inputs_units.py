@@ -10,6 +10,7 @@ import pytest
 
 from runtime_check.inputs.assign import Slot, materialize, structured
 from runtime_check.inputs.broadcast import applied_shapes, broadcast_parameters, expands, widened
+from runtime_check.inputs.channels import per_channel
 from runtime_check.inputs.hints import call_sites, facts_for, find_function
 from runtime_check.inputs.repair import repairs, short_reason
 from runtime_check.inputs.search import Observation, applied_variants, search
@@ -52,7 +53,7 @@ SOURCE = textwrap.dedent('''
 
 def _facts(name: str, params: list[str]):
     tree = ast.parse(SOURCE)
-    return facts_for(find_function(tree, name), params)
+    return facts_for(find_function(tree, name), params, finish=per_channel)
 
 
 def test_matmul_relates_the_inner_dimension_and_shapes_are_distinct_elsewhere():
@@ -170,7 +171,7 @@ def _search(name: str, params: list[str], source: str | None = None):
     forward, backward = NUMPY_FUNCTIONS[name]
     calls: list = []
     tree = ast.parse(textwrap.dedent(source or f"def {name}(): pass"))
-    facts = facts_for(find_function(tree, name) if source else None, params)
+    facts = facts_for(find_function(tree, name) if source else None, params, finish=per_channel)
     found = search(_numpy_attempt(forward, backward, calls), params, facts, [])
 
     def shapes(candidates):  # the float32 input sets (the float64 copy of the first aside)
