@@ -45,6 +45,10 @@ class Finding:
     # cannot answer: the front ends answer it on every run and never show it unanswered
     # (cg_lint/engine.py: answer_leads)
     lead: str | None = field(default=None, compare=False)
+    # runtime-check: the inputs a finding was seen with, and how they were chosen ("from the call
+    # at ops.py:12", "guessed", ...); absent from the JSON when None (static findings)
+    inputs: str | None = None
+    origin: str | None = None
 
     def sort_key(self) -> tuple[str, int, int, str]:
         return (self.path, self.line, self.column, self.code)
@@ -59,6 +63,9 @@ class Finding:
         }
         if data["lead"] is None:
             del data["lead"]  # only the result cache ever holds one
+        for optional in ("inputs", "origin"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
     @classmethod
@@ -71,7 +78,7 @@ class Finding:
             end_line=data.get("end_line"), end_column=data.get("end_column"),
             fix=None if fix is None else Fix(fix["title"], tuple(Edit(**e) for e in fix["edits"]),
                                              fix.get("safe", True)),
-            mode=data.get("mode"), lead=data.get("lead"),
+            mode=data.get("mode"), lead=data.get("lead"), inputs=data.get("inputs"), origin=data.get("origin"),
         )
 
 

@@ -9,6 +9,7 @@ zero-upstream checks.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -209,7 +210,7 @@ class Exerciser:
             return False
         python_args = [a for a in inputs.args if not isinstance(a, np.ndarray)]
         progress(f"eager probe with inputs {inputs.label}")
-        with labels(mode="eager", inputs=inputs.label):
+        with labels(mode="eager", inputs=inputs.label, origin=inputs.origin):
             try:
                 eager = self.eager(fn, inputs)
             except Rejected as why:
@@ -228,7 +229,7 @@ class Exerciser:
         progress(f"{graph_mode} probe with inputs {inputs.label}")
         if eager is None:
             self._variables, self._upstream = [], []
-            with labels(mode=graph_mode, inputs=inputs.label):
+            with labels(mode=graph_mode, inputs=inputs.label, origin=inputs.origin):
                 try:
                     self.traced(fn, inputs)
                 except _Failed as failure:
@@ -238,7 +239,7 @@ class Exerciser:
                 except Exception:
                     pass
             return True
-        with labels(mode=graph_mode, inputs=inputs.label):
+        with labels(mode=graph_mode, inputs=inputs.label, origin=inputs.origin):
             try:
                 graph = self.traced(fn, inputs)
             except _Failed as failure:
@@ -336,7 +337,7 @@ class Exerciser:
         progress("NaN/Inf magnitude probes")
         for value in MAGNITUDES:
             probe = with_magnitude(accepted, self.names, value)
-            with labels(mode="eager", inputs=probe.label):
+            with labels(mode="eager", inputs=probe.label, origin=probe.origin):
                 try:
                     self.eager(self.make_callable(), probe)
                 except Exception:
@@ -346,7 +347,7 @@ class Exerciser:
         progress("numerical gradient check")
         probe = as_float64(accepted, self.names)
         fn = self.make_callable()
-        with labels(mode="eager", inputs=probe.label):
+        with labels(mode="eager", inputs=probe.label, origin=probe.origin):
             try:
                 run = self.eager(fn, probe, random_upstream=True)
             except Exception:
@@ -390,7 +391,7 @@ class Exerciser:
         from . import linearity
 
         progress("upstream linearity check")
-        with labels(mode="eager", inputs=accepted.label):
+        with labels(mode="eager", inputs=accepted.label, origin=accepted.origin):
             try:
                 fn = self.make_callable()
                 args = self._call_args(accepted)
@@ -408,7 +409,7 @@ class Exerciser:
 
     def zero_upstream_check(self, accepted: InputSet) -> None:
         progress("zero-upstream probe")
-        with labels(mode="eager", inputs=accepted.label):
+        with labels(mode="eager", inputs=accepted.label, origin=accepted.origin):
             try:
                 run = self.eager(self.make_callable(), accepted, zero_upstream=True)
             except Exception:
@@ -466,7 +467,8 @@ class Exerciser:
             fn = self.make_callable()
         except Exception:
             return
-        with labels(mode="eager", inputs=as_float64(accepted, self.names).label):
+        with labels(mode="eager", inputs=as_float64(accepted, self.names).label,
+                    origin=accepted.origin):
             second_order.check(fn, accepted, lambda code, message, mode: self.record(code, message, mode),
                                graph_mode)
 
@@ -540,6 +542,12 @@ class _Lazy:
         return self.value
 
 
+def _test_origin() -> str:
+    """'from the test tests/test_ops.py::test_x', from the test pytest is running now."""
+    current = os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+    return f"from the test {current}" if current else "from a test's call"
+
+
 def shadow_check(decorated: Callable[..., Any], args: tuple[Any, ...], info: DefInfo, names: Sequence[str],
                  options: Options) -> None:
     """For the pytest plugin: re-run one real eager call eagerly and traced, and compare."""
@@ -555,6 +563,6 @@ def shadow_check(decorated: Callable[..., Any], args: tuple[Any, ...], info: Def
     exerciser = Exerciser(lambda: decorated, names, info, Options(jit=options.jit, magnitudes=False))
     RECORDER.state.shadow_depth += 1
     try:
-        exerciser.run_set(InputSet(arrays, label_for(names, arrays), "call"), Outcome())
+        exerciser.run_set(InputSet(arrays, label_for(names, arrays), "call", origin=_test_origin()), Outcome())
     finally:
         RECORDER.state.shadow_depth -= 1

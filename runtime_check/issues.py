@@ -148,6 +148,8 @@ class Issue:
     # what the issue is about: an input or variable name, "" for the function as a whole
     subject: str = ""
     inputs: str = ""
+    # how those inputs were chosen ("from the call at ops.py:12", "guessed", ...); "" when unknown
+    origin: str = ""
     # the function the call came through when the definition is a library's or factory's inner
     # function (TFP's helper wrapper): "module:qualname", "" when it was called directly
     via: str = ""
@@ -165,11 +167,17 @@ class Issue:
             return ""
         return f" (reached through '{qualname}' in {module})"
 
+    def details(self) -> str:
+        """The bracketed tail of a finding: the modes, the inputs and how they were chosen."""
+        parts = [self.mode] + ([f"inputs {self.inputs}"] if self.inputs else [])
+        return "; ".join(parts + ([self.origin] if self.inputs and self.origin else []))
+
 
 @dataclass
 class _ThreadState(threading.local):
     mode_label: str | None = None
     inputs_label: str = ""
+    inputs_origin: str = ""
     shadow_depth: int = 0
     # the probe's own arguments and their names: a wrapper taking ``*args`` names them by these
     arg_names: tuple[tuple[Any, str], ...] = ()
@@ -205,7 +213,8 @@ class Recorder:
             if not renamed[0]:
                 return  # an opt-in finding that was not asked for
             code, message = renamed[0], message + renamed[1]
-        issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label, via)
+        issue = Issue(definition, lookup(code), message, mode, subject, self.state.inputs_label,
+                      self.state.inputs_origin, via)
         with self._lock:
             earlier = self._seen.get(issue.key())
             if earlier is None:
@@ -273,20 +282,21 @@ RECORDER = Recorder()
 class labels:
     """Context manager setting the mode/inputs labels the checked decorator attaches to issues."""
 
-    def __init__(self, mode: str | None = None, inputs: str | None = None) -> None:
-        self._mode, self._inputs = mode, inputs
-        self._saved: tuple[str | None, str] = (None, "")
+    def __init__(self, mode: str | None = None, inputs: str | None = None, origin: str | None = None) -> None:
+        self._mode, self._inputs, self._origin = mode, inputs, origin
+        self._saved: tuple[str | None, str, str] = (None, "", "")
 
     def __enter__(self) -> None:
         state = RECORDER.state
-        self._saved = (state.mode_label, state.inputs_label)
+        self._saved = (state.mode_label, state.inputs_label, state.inputs_origin)
         if self._mode is not None:
             state.mode_label = self._mode
         if self._inputs is not None:
             state.inputs_label = self._inputs
+            state.inputs_origin = self._origin or ""
 
     def __exit__(self, *exc: object) -> None:
-        RECORDER.state.mode_label, RECORDER.state.inputs_label = self._saved
+        RECORDER.state.mode_label, RECORDER.state.inputs_label, RECORDER.state.inputs_origin = self._saved
 
 
 @contextlib.contextmanager

@@ -32,8 +32,10 @@ class InputSet:
 
     args: list[Any]
     label: str
-    source: str = "probe"  # "probe" | "config"
+    source: str = "probe"  # "probe" | "config" | "discovered" | "applied" | "call"
     extra: dict[str, Any] = field(default_factory=dict)
+    # how they were chosen, as findings say it: "from the call at ops.py:12", "guessed", ...
+    origin: str = "guessed"
 
 
 def describe_array(value: Any) -> str:
@@ -66,7 +68,7 @@ def synthesized(names: Sequence[str]) -> list[InputSet]:
     sets = []
     for dtype, shape in PROBE_TYPES:
         args = [probe_array(dtype, shape, i) for i in range(len(names))]
-        sets.append(InputSet(args, label_for(names, args)))
+        sets.append(InputSet(args, label_for(names, args), origin="guessed"))
     return sets
 
 
@@ -76,12 +78,12 @@ def with_magnitude(inputs: InputSet, names: Sequence[str], value: float) -> Inpu
         np.full(a.shape, value, dtype=a.dtype) if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a
         for a in inputs.args
     ]
-    return InputSet(args, f"{inputs.label} filled with {value:g}", inputs.source)
+    return InputSet(args, f"{inputs.label} filled with {value:g}", inputs.source, origin=inputs.origin)
 
 
 def as_float64(inputs: InputSet, names: Sequence[str]) -> InputSet:
     args = [a.astype("float64") if isinstance(a, np.ndarray) and a.dtype.kind == "f" else a for a in inputs.args]
-    return InputSet(args, label_for(names, args), inputs.source)
+    return InputSet(args, label_for(names, args), inputs.source, origin=inputs.origin)
 
 
 def brief(array: np.ndarray) -> str:

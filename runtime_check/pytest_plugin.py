@@ -163,17 +163,18 @@ def _local_findings(config: Any) -> list[dict[str, Any]]:
         info = issue.definition
         line, column = static_location(info.path, info.qualname) or (info.line, info.column)
         line, column = int(line), int(column)
-        details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
         out.append(
             {
                 "path": _relative(info.path or info.module, root),
                 "line": line,
                 "column": column,
                 "code": str(issue.code),
-                "message": f"{issue.message}{issue.via_note()} [{details}]",
+                "message": f"{issue.message}{issue.via_note()} [{issue.details()}]",
                 "function": info.qualname,
                 "mode": issue.mode,
                 "via": issue.via,
+                "inputs": issue.inputs or None,
+                "origin": (issue.origin or None) if issue.inputs else None,
             }
         )  # plain types: execnet sends them
     return out
@@ -213,6 +214,8 @@ def _findings(config: Any, state: _State) -> list[Any]:
             d["message"],
             function=d["function"],
             mode=d.get("mode"),
+            inputs=d.get("inputs"),
+            origin=d.get("origin"),
         )
         for d in unique.values()
     ]

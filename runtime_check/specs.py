@@ -152,5 +152,5 @@ def build_input_sets(cases: list[list[dict[str, Any]]], names: list[str]) -> lis
             else:
                 args.append((np.arange(int(np.prod(shape)) if shape else 1) % 3 + 1).reshape(shape).astype(dtype))
         case_names = names + [f"arg{i}" for i in range(len(names), len(args))]
-        sets.append(InputSet(args, label_for(case_names, args), "config"))
+        sets.append(InputSet(args, label_for(case_names, args), "config", origin="declared in the configuration"))
     return sets

@@ -478,9 +478,9 @@ def _finding(issue: Any, entry: Any, path: str, static_lines: dict[str, Any]) ->
         static = static_lines.get(qualname)
         if static is not None:
             line, column = static.line, static.column
-    details = issue.mode if not issue.inputs else f"{issue.mode}; inputs {issue.inputs}"
-    return Finding(where, line, column, issue.code, f"{message} [{details}]", function=qualname,
-                   mode=issue.mode).to_json()
+    return Finding(where, line, column, issue.code, f"{message} [{issue.details()}]", function=qualname,
+                   mode=issue.mode, inputs=issue.inputs or None,
+                   origin=(issue.origin or None) if issue.inputs else None).to_json()
 
 
 def _plot(entry: Any, names: list[str], exerciser: Any, plot_dir: str, module_name: str) -> None:

@@ -572,8 +572,10 @@ def _assignments(scope: ast.AST) -> dict[str, ast.AST]:
     return found
 
 
-def call_sites(tree: ast.Module, callee: str, n_params: int) -> list[list[ArgSpec | None]]:
-    """Argument specs at every call of ``callee`` (by its last name) with ``n_params`` positional arguments."""
+def call_sites(tree: ast.Module, callee: str, n_params: int, lines: list[int] | None = None
+               ) -> list[list[ArgSpec | None]]:
+    """Argument specs at every call of ``callee`` (by its last name) with ``n_params`` positional arguments.
+    ``lines``, when given, receives each result's line (the first call that gave it)."""
     results: list[list[ArgSpec | None]] = []
     scopes: list[ast.AST] = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
                                                                                      ast.AsyncFunctionDef))]
@@ -592,4 +594,6 @@ def call_sites(tree: ast.Module, callee: str, n_params: int) -> list[list[ArgSpe
             specs = [arg_spec(a, bindings) for a in node.args]
             if any(s is not None for s in specs) and specs not in results:
                 results.append(specs)
+                if lines is not None:
+                    lines.append(node.lineno)
     return results

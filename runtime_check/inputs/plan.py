@@ -21,6 +21,8 @@ def input_sets(entry: Any, names: list[str], spec: dict[str, Any] | None, path: 
     quantized = getattr(entry, "quantize", None)
     if quantized:  # the report says which quantization mode the inputs were checked under
         sets = [replace(s, label=f"{s.label} after quantize({quantized})") for s in sets]
+    if getattr(entry, "kind", "") == "layer":  # Keras builds the weights from the first call's shapes
+        sets = [replace(s, origin=f"{s.origin}; weights from the layer's build(input_shape)") for s in sets]
     return sets, found.reason
 
 

@@ -54,20 +54,47 @@ class Discovery:
     # accepted inputs under which a later parameter, with fewer leading dimensions, is broadcast
     # over the others as a bias or scale is, and the outputs keep their shapes
     applied: list[Candidate] = field(default_factory=list)
+    # how each candidate (by its key) was chosen, as findings say it
+    origins: dict[tuple[Any, ...], str] = field(default_factory=dict)
+
+    def origin(self, candidate: Candidate) -> str:
+        return self.origins.get(key(candidate), "guessed")
+
+
+FITTED = ", fitted to the forward's errors"
+
+
+def hints_origin(facts: Facts) -> str:
+    """'from the source's hints (x: matmul(); w: einsum 'ij,jk')', or 'guessed' when it has none."""
+    said = [f"{n}: {facts.why[n]}" for n in facts.names if n in facts.why]
+    if not said:
+        return "guessed"
+    shown = "; ".join(said[:3]) + (f"; +{len(said) - 3} more" if len(said) > 3 else "")
+    return f"from the source's hints ({shown})"
 
 
 def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], facts: Facts,  # noqa: C901 (a table of cases)
            sites: list[list[ArgSpec | None]], budget: int = BUDGET, want: int = WANT,
-           fatal: tuple[type[BaseException], ...] = ()) -> Discovery:
-    """``fatal`` exceptions (the entry cannot be called at all) end the search and propagate."""
+           fatal: tuple[type[BaseException], ...] = (), site_origins: Sequence[str] = ()) -> Discovery:
+    """``fatal`` exceptions (the entry cannot be called at all) end the search and propagate.
+    ``site_origins``: per call site, where it is ('from the call at ops.py:12')."""
     names = list(names)
     found = Discovery()
+    origins = found.origins
     from_sites: list[Candidate] = []
-    for site in sites:
+    for number, site in enumerate(sites):
         candidate = from_call_site(facts, site)
         if candidate is not None and key(candidate) not in {key(c) for c in from_sites}:
             from_sites.append(candidate)
+            origins[key(candidate)] = site_origins[number] if number < len(site_origins) else "from a call site"
     uniform = [c for c in initial(facts, []) if key(c) not in {key(s) for s in from_sites}]
+    for candidate in uniform:
+        origins.setdefault(key(candidate), hints_origin(facts))
+
+    def derived(parent: Candidate, child: Candidate, how: str) -> Candidate:
+        base = origins.get(key(parent), "guessed")
+        origins.setdefault(key(child), base if base.endswith(how) else base + how)
+        return child
     seen: set[tuple[Any, ...]] = set()
     fallback: list[Candidate] = []
     reasons: list[str] = []
@@ -94,7 +121,7 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
                 fixes, reason = repairs(str(exc), candidate)
                 reasons.append(f"the forward needs {reason}" if fixes or reason != "an error unrelated to shapes"
                                else f"the forward raised {type(exc).__name__}")
-                queue.extendleft((fix, False) for fix in reversed(fixes))
+                queue.extendleft((derived(candidate, fix, FITTED), False) for fix in reversed(fixes))
                 continue
             tensors = {n: s.shape for n, s in zip(names, candidate) if s.kind == "tensor"}
             expanded = broadcast_parameters(tensors, observed.outputs, observed.variables)
@@ -103,7 +130,8 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
                 for name in expanded:
                     index = names.index(name)
                     wider = widened(candidate[index].shape, observed.outputs, observed.variables)
-                    queue.extendleft((_with_shape(candidate, index, s), False) for s in reversed(wider))
+                    queue.extendleft((derived(candidate, _with_shape(candidate, index, s), FITTED), False)
+                                     for s in reversed(wider))
                 continue
             # Beyond the first, only inputs that ran as written: repairs of later candidates would
             # re-derive the first one's structure with arbitrary extra dimensions.
@@ -118,11 +146,15 @@ def search(attempt: Callable[[list[Any]], Observation], names: Sequence[str], fa
         if not found.broadcast:
             applied, meant = _applied(attempt, names, found, observations, min(APPLIED, budget - found.tries), seen)
             if meant:  # the gradients fit only with those parameters broadcast: that is the use
+                for candidate in meant:
+                    derived(found.accepted[0], candidate, ", fitted to the gradient's shapes")
                 found.accepted, found.applied = meant, []
             else:
                 found.applied = applied
+            for candidate in found.applied:
+                derived(found.accepted[0], candidate, ", with a parameter applied as a bias or scale")
         first = found.accepted[0]
-        wide = with_dtype(first, "float64")
+        wide = derived(first, with_dtype(first, "float64"), "")
         if key(wide) != key(first) and key(wide) not in seen:
             try:
                 attempt(materialize(wide))
@@ -276,20 +308,47 @@ def test_files(path: str, name: str, limit: int = 40) -> list[str]:
 
 
 def facts_and_sites(path: str | None, qualname: str, names: list[str], callee: str | None
-                    ) -> tuple[Facts, list[list[ArgSpec | None]]]:
+                    ) -> tuple[Facts, list[list[ArgSpec | None]], list[str]]:
+    """The source's facts, up to six call sites' argument specs, and where each site is."""
     tree = _parse(path) if path else None
     function = find_function(tree, qualname) if tree is not None else None
     facts = facts_for(function, names, tree, finish=per_channel)
     sites: list[list[ArgSpec | None]] = []
-    if tree is not None and callee:
-        sites = call_sites(tree, callee, len(names))
-        for test in test_files(path, callee) if path else []:
-            if os.path.abspath(test) == os.path.abspath(path or ""):
+    where: list[str] = []
+    if tree is not None and callee and path:
+        lines: list[int] = []
+        sites = call_sites(tree, callee, len(names), lines)
+        where = [f"from the call at {_shown(path)}:{line}" for line in lines]
+        for test in test_files(path, callee):
+            if os.path.abspath(test) == os.path.abspath(path):
                 continue
             test_tree = _parse(test)
             if test_tree is not None:
-                sites += [s for s in call_sites(test_tree, callee, len(names)) if s not in sites]
-    return facts, sites[:6]
+                lines = []
+                for site, line in zip(call_sites(test_tree, callee, len(names), lines), lines):
+                    if site not in sites:
+                        sites.append(site)
+                        where.append(f"from the test {_test_name(test_tree, test, line)}")
+    return facts, sites[:6], where[:6]
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the working directory when below it, as findings show paths."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def _test_name(tree: ast.Module, path: str, line: int) -> str:
+    """'tests/test_ops.py::test_dense' (the innermost function around ``line``), or 'tests/test_ops.py:12'."""
+    around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              and n.lineno <= line <= (n.end_lineno or n.lineno)]
+    if not around:
+        return f"{_shown(path)}:{line}"
+    innermost = max(around, key=lambda n: n.lineno)
+    return f"{_shown(path)}::{innermost.name} (line {line})"
 
 
 def label(names: Sequence[str], candidate: Candidate) -> str:

@@ -91,18 +91,18 @@ def discover(make_callable: Callable[[], Callable[..., Any]], names: Sequence[st
     """Input sets that run the forward, found without configuration, and how the search went.
     ``defaults``: parameters passed as their Python-number default."""
     names = list(names)
-    facts, sites = facts_and_sites(path, qualname, names, callee)
+    facts, sites, where = facts_and_sites(path, qualname, names, callee)
     facts.defaults = {n: v for n, v in (defaults or {}).items() if n in names}
     from ..discover import CannotCall
 
-    found = search(attempt_with(make_callable), names, facts, sites, fatal=(CannotCall,))
+    found = search(attempt_with(make_callable), names, facts, sites, fatal=(CannotCall,), site_origins=where)
     sets = []
     from .assign import materialize
 
     for candidate in found.accepted:
         args = materialize(candidate)
-        sets.append(InputSet(args, label_for(names, args), "discovered"))
+        sets.append(InputSet(args, label_for(names, args), "discovered", origin=found.origin(candidate)))
     for candidate in found.applied:  # last: the report's row and the extra probes use the first
         args = materialize(candidate)
-        sets.append(InputSet(args, label_for(names, args), "applied"))
+        sets.append(InputSet(args, label_for(names, args), "applied", origin=found.origin(candidate)))
     return sets, found

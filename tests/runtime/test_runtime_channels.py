@@ -112,7 +112,8 @@ def test_runtime_check_probes_per_channel_and_finds_only_the_unsummed_gradient(c
     assert completed.returncode == 1, completed.stderr
     assert "5 function(s) checked, 1 finding(s)" in text
     assert ("CG101 'norm_scale_unsummed': gradient for input 'scale' has shape (3, 4, 5) but the input has "
-            "shape (5,) [eager, tf.function; inputs x: float32[2,3,4,5], scale: float32[5]]") in text
+            "shape (5,) [eager, tf.function; inputs x: float32[2,3,4,5], scale: float32[5]; from the source's hints "
+            "(x: scale is per channel of x; scale: per channel of x)]") in text
     rows = {line.split()[0]: line for line in text.splitlines() if line.startswith("channel_norms.py:")}
     for function, params in (("make_norm.<locals>.norm", "scale: float32[5], bias: float32[5]"),
                              ("make_folded_norm.<locals>.folded_norm", "scale: float32[5], bias: float32[5]"),
