@@ -38,7 +38,9 @@ def test_seeded_defect_in_the_int8_path_is_reported_eagerly_and_traced(quantized
     assert "gradient for input 'x' has shape (1, " in finding["message"]
     # both modes saw it, and the report says under which quantization mode
     assert "[eager, tf.function; inputs inputs: float32[" in finding["message"]
-    assert "after quantize('int8')]" in finding["message"]
+    assert "after quantize('int8'); " in finding["message"]
+    # and how the inputs came: a Keras layer's weights come from its build
+    assert finding["message"].endswith("; weights from the layer's build(input_shape)]")
     assert results.codes("SkewedQuantizedDense._dequantized_matmul.<locals>.int8_matmul") == {"CG101"}
 
 
@@ -61,7 +63,7 @@ def test_configuration_written_in_the_tests_reaches_its_own_path(quantized):
     finding = results.one("WeightOnlyDense._matmul.<locals>.weight_only_matmul", "CG102")
     assert "gradient for input 'x' has dtype float64 but the input is float32" in finding["message"]
     assert "[eager, tf.function; inputs inputs: float32[" in finding["message"]
-    assert "after quantize('int8', config=Int8QuantizationConfig(activation_quantizer=None))]" \
+    assert "after quantize('int8', config=Int8QuantizationConfig(activation_quantizer=None)); " \
         in finding["message"]
     rows = _rows(text.stdout, f"{FIXTURE}:WeightOnlyDense[")
     assert len(rows) == 2, text.stdout
