@@ -218,14 +218,18 @@ def test_a_gradient_that_fits_only_when_broadcast_replaces_the_full_shape_inputs
     found, accepted, applied, _ = _search("reduced_scale_axis0_only", ["x", "w"])
     assert accepted == [((2, 3), (3,))] and applied == []
     assert [s.dtype for s in found.accepted[-1]] == ["float64", "float64"]  # plus the first in float64
+    # findings on them say so, the float64 copy as well
+    assert {found.origin(c) for c in found.accepted} == {"guessed, fitted to the gradient's shapes"}
     found, accepted, applied, _ = _search("affine_reduced", ["x", "gamma", "beta"])
     assert accepted[0] == ((2, 3), (3,), (3,)) and applied == []  # both broadcast together
 
 
 def test_each_unreduced_parameter_is_varied_on_its_own():
-    _, accepted, applied, _ = _search("affine_unreduced", ["x", "gamma", "beta"])
+    found, accepted, applied, _ = _search("affine_unreduced", ["x", "gamma", "beta"])
     assert accepted[0] == ((), (), ())
     assert applied == [((2, 3), (3,), (2, 3)), ((2, 3), (2, 3), (3,))]
+    assert found.origin(found.accepted[0]) == "guessed"
+    assert {found.origin(c) for c in found.applied} == {"guessed, with a parameter applied as a bias or scale"}
 
 
 @pytest.mark.parametrize("name, source", [
