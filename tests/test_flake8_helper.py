@@ -526,3 +526,19 @@ def test_the_documented_switches_are_the_real_ones(tmp_path: Path) -> None:
     assert "--cg-no-helper" in help_text
     assert "\n### The flake8 helper\n" in (ROOT / "docs" / "security.md").read_text(encoding="utf-8")
     assert "security.md#the-flake8-helper" in editors
+
+
+def test_a_loop_of_runs_spawns_one_helper(setup, tmp_path: Path) -> None:
+    """Until the helper holds its lock every run finds none: a loop of runs in one process (or a
+    helper that cannot start) must not spawn a helper per run."""
+    s = setup()
+    script = textwrap.dedent("""
+        from cg_lint.helper import client, place
+        folder, ident = place.private_folder(create=True), place.identity()
+        print(sum(client.start(folder, ident) for _ in range(30)))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], env=s.env, cwd=s.runtime, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.stdout.strip() == "1", proc.stdout + proc.stderr
+    s.wait_ready()  # exactly one, and it answers
+    assert not (s.folder / f"h-{s.identity()}.start").exists()  # taken: a dead helper's successor starts at once

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from cg_lint.helper import place
@@ -118,6 +119,8 @@ def start(folder: str, ident: str) -> bool:
         return False
     finally:
         os.close(fd)  # releases the lock: the helper takes it for its whole life
+    if not _claim_start(folder, ident):
+        return False
     import cg_lint
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(cg_lint.__file__)))
@@ -125,6 +128,30 @@ def start(folder: str, ident: str) -> bool:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "cg_lint.helper.daemon", ident]
     _spawn_detached(argv, env)
+    return True
+
+
+START_GAP = 10.0  # seconds a start in flight holds off the next; a helper takes its lock in about one
+
+
+def _claim_start(folder: str, ident: str) -> bool:
+    """Whether this run may spawn the helper: no other start of this build in the last START_GAP
+    seconds. Between a spawn and the helper taking its lock every run finds no helper, so without
+    this a loop of runs in one process (or a helper that cannot start) would spawn one per run."""
+    stamp = place.start_path(folder, ident)
+    try:
+        age = time.time() - os.lstat(stamp).st_mtime
+        if 0 <= age < START_GAP:
+            return False
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    try:
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600))
+        os.utime(stamp, follow_symlinks=False)
+    except OSError:
+        return False
     return True
 
 

@@ -229,6 +229,8 @@ def main(argv: list[str]) -> int:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # another helper of this build runs or starts
         return 0
+    with contextlib.suppress(OSError):  # started: the next start need not wait (client._claim_start)
+        os.unlink(place.start_path(folder, wanted))
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _leave)
     helper = Helper(wanted, folder)

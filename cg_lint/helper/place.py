@@ -106,6 +106,12 @@ def lock_path(folder: str, ident: str) -> str:
     return os.path.join(folder, f"h-{ident}.lock")
 
 
+def start_path(folder: str, ident: str) -> str:
+    """A start in flight: made by the client that spawns a helper, removed by the helper once it
+    holds its lock (cg_lint/helper/client.py: start)."""
+    return os.path.join(folder, f"h-{ident}.start")
+
+
 def number(name: str, default: float) -> float:
     """A positive number from the environment, else ``default``."""
     try:
