@@ -201,13 +201,14 @@ _STATUS_TEXT = {"timeout": "timed out", "crash": "crashed", "no-inputs": "no val
 
 def _print_summary(result: Any, findings: list[Any]) -> None:
     """The table of functions (result and inputs used), then the count line."""
+    from .paths import shown_path
     from .report import describe_inputs, is_failure, summary_table
 
     rows = []
     for entry in sorted(result.entries.values(), key=lambda e: (e.path, e.line)):
         failing = [f for f in entry.findings if f["code"] not in INFO_CODES]
         status = _STATUS_TEXT.get(entry.status) or (f"{len(failing)} finding(s)" if failing else "ok")
-        rows.append((f"{_short_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
+        rows.append((f"{shown_path(entry.path)}:{entry.qualname}", status, describe_inputs(entry.used)))
     print()
     print(summary_table(rows))
     failures = sum(1 for f in findings if is_failure(f))
@@ -226,16 +227,6 @@ def _exit_status(result: Any, findings: list[Any]) -> int:
     if result.errors:
         return EXIT_ERROR
     return EXIT_FINDINGS if any(is_failure(f) for f in findings) else EXIT_CLEAN
-
-
-def _short_path(path: str) -> str:
-    import os
-
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
 
 
 def _flagged(units: list, settings: Settings) -> tuple[dict[str, list[str]] | None, str | None]:

@@ -14,6 +14,8 @@ from cg_lint.formatters import FORMATS as SHARED_FORMATS
 from cg_lint.formatters import format_findings as shared_format
 from cg_lint.sources import read_lines
 
+from .paths import shown_path
+
 FORMATS = SHARED_FORMATS
 
 
@@ -21,12 +23,7 @@ def to_finding(data: dict[str, Any]) -> Finding:
     """A finding the worker sent (``Finding.to_json``), with its path relative to here when below."""
     finding = Finding.from_json(data)
     if os.path.isabs(finding.path):
-        try:
-            relative = os.path.relpath(finding.path)
-            if not relative.startswith(".."):
-                finding = replace(finding, path=relative)
-        except ValueError:
-            pass
+        finding = replace(finding, path=shown_path(finding.path))
     return finding
 
 

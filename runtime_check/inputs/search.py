@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Sequence
 
+from ..paths import shown_path
 from .assign import Candidate, describe, from_call_site, initial, key, materialize, with_dtype
 from .broadcast import applied_shapes, broadcast_parameters, widened
 from .channels import per_channel
@@ -318,7 +319,7 @@ def facts_and_sites(path: str | None, qualname: str, names: list[str], callee: s
     if tree is not None and callee and path:
         lines: list[int] = []
         sites = call_sites(tree, callee, len(names), lines)
-        where = [f"from the call at {_shown(path)}:{line}" for line in lines]
+        where = [f"from the call at {shown_path(path)}:{line}" for line in lines]
         for test in test_files(path, callee):
             if os.path.abspath(test) == os.path.abspath(path):
                 continue
@@ -332,23 +333,14 @@ def facts_and_sites(path: str | None, qualname: str, names: list[str], callee: s
     return facts, sites[:6], where[:6]
 
 
-def _shown(path: str) -> str:
-    """``path`` relative to the working directory when below it, as findings show paths."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if relative.startswith("..") else relative
-
-
 def _test_name(tree: ast.Module, path: str, line: int) -> str:
     """'tests/test_ops.py::test_dense' (the innermost function around ``line``), or 'tests/test_ops.py:12'."""
     around = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
               and n.lineno <= line <= (n.end_lineno or n.lineno)]
     if not around:
-        return f"{_shown(path)}:{line}"
+        return f"{shown_path(path)}:{line}"
     innermost = max(around, key=lambda n: n.lineno)
-    return f"{_shown(path)}::{innermost.name} (line {line})"
+    return f"{shown_path(path)}::{innermost.name} (line {line})"
 
 
 def label(names: Sequence[str], candidate: Candidate) -> str:
