@@ -15,27 +15,13 @@ from pathlib import Path
 import pytest
 
 from cg_lint.project.snapshot import SETTLE_NS, snapshot
+from test_trace_context import OPS
 
 pytest.importorskip("flake8")
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTLE = SETTLE_NS / 1e9 + 0.3
 
-OPS = """
-    import tensorflow as tf
-
-
-    @tf.custom_gradient
-    def clip(x):
-        y = tf.clip_by_value(x, -1.0, 1.0)
-
-        def grad(dy):
-            if tf.reduce_all(tf.abs(x) < 1.0):
-                return dy
-            return dy * 0.5
-
-        return y, grad
-"""
 TRACED = """
     import tensorflow as tf
     from ops import clip
